@@ -1,0 +1,33 @@
+# The two commands: `make test` and `make report`. Both install what is missing first.
+BUILD ?= build
+JOBS ?= 2
+PYTHON ?= /usr/bin/python3
+
+.PHONY: all build test report asan clean deps-test deps-report
+
+all: build
+
+deps-test:
+	@scripts/install-deps.sh test
+
+deps-report:
+	@scripts/install-deps.sh report
+
+build: deps-test
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The test suite once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: deps-test
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DEXOMEM_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j$(JOBS)
+	cd $(BUILD)-asan && ctest --output-on-failure -j$(JOBS)
+
+report: deps-report build
+	$(PYTHON) bench/run.py --build $(BUILD) --out report
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan report

@@ -1,0 +1,72 @@
+/* Per-segment heaps.
+ *
+ * A segment used with these calls holds its own heap: all allocator state lives inside the
+ * segment, from its base, so raw pointers stored in it stay valid in every process that
+ * attaches it, and another process can go on allocating and freeing after this one exits.
+ * The segment must be visible (switched in, SEG_RDWR) when these are called. Threads and
+ * processes may share a heap; a process-shared robust mutex inside it serialises them.
+ *
+ * Like malloc, the allocating calls return NULL and set errno on failure (ENOMEM, and
+ * EFAULT for a segment that is not visible, EINVAL for a bad alignment); the precise exomem
+ * code is available from exomem_last_error() and seg_heap_last_code().
+ */
+#ifndef EXOMEM_ALLOC_H
+#define EXOMEM_ALLOC_H
+
+#include <exomem/seg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct seg_heap_stats {
+    uint64_t heap_bytes;    /* bytes managed by the heap */
+    uint64_t used_bytes;    /* bytes in live allocations, headers included */
+    uint64_t free_bytes;    /* bytes in free chunks */
+    uint64_t allocations;   /* live allocations */
+    uint64_t free_chunks;   /* free chunks (fragmentation) */
+};
+
+/* Allocate `size` bytes, 16-byte aligned, in segment `sid`'s heap. */
+void *seg_malloc(segid_t sid, size_t size);
+
+/* Allocate n*size zeroed bytes; NULL with ENOMEM if n*size overflows. */
+void *seg_calloc(segid_t sid, size_t n, size_t size);
+
+/* Allocate `size` bytes aligned to `align` (a power of two). */
+void *seg_memalign(segid_t sid, size_t align, size_t size);
+
+/* Resize an allocation of any segment heap, as realloc(). The heap is found from p, so p
+ * must not be NULL (EINVAL); use seg_malloc() for a first allocation. size 0 frees p and
+ * returns NULL. On failure p is left as it was. */
+void *seg_realloc(void *p, size_t size);
+
+/* Free an allocation of any segment heap (found from p); NULL is a no-op. Returns 0, or
+ * EXO_EINVAL for a pointer that no visible segment heap handed out. */
+int seg_free(void *p);
+
+/* Usable size of an allocation (at least what was asked). 0 for NULL or a foreign pointer. */
+size_t seg_malloc_usable_size(void *p);
+
+/* Store or read the heap's root pointer: one pointer kept in the heap header so that a later
+ * process can find the data structure (e.g. the head of a list). */
+int seg_set_root(segid_t sid, void *root);
+int seg_get_root(segid_t sid, void **root);
+
+/* Heap statistics, after checking the heap's consistency (EXO_ECORRUPT if it is broken). */
+int seg_heap_stats(segid_t sid, struct seg_heap_stats *st);
+
+/* Allocate in the current VAS's heap segment (vas_ctl VAS_CTL_SET_HEAP, by default the
+ * VAS's first SEG_RDWR segment). NULL with errno set at home or without a heap segment. */
+void *vas_malloc(size_t size);
+
+/* vas_malloc() of n*size zeroed bytes. */
+void *vas_calloc(size_t n, size_t size);
+
+/* The exomem code of the last failed allocating call in this thread (negative), 0 if none. */
+int seg_heap_last_code(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,23 @@
+/* exomem: application control of virtual memory on a stock Linux kernel.
+ * One header per capability; this one includes them all. */
+#ifndef EXOMEM_H
+#define EXOMEM_H
+
+#include <exomem/error.h>
+#include <exomem/seg.h>
+#include <exomem/vas.h>
+#include <exomem/alloc.h>
+
+#define EXOMEM_VERSION "0.1.0"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The registry directory this process uses (EXOMEM_ROOT or /dev/shm/exomem). */
+const char *exomem_root(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

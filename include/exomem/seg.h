@@ -1,0 +1,108 @@
+/* Segments: named, persistent, lockable pieces of memory with a fixed base address.
+ *
+ * A segment's data lives in a file in the registry (EXOMEM_ROOT, default /dev/shm/exomem;
+ * hugetlbfs for 2M and 1G pages) and outlives the process that made it. Access is governed
+ * by the file's owner, group and mode, as for any file. Segments become visible in a process
+ * through a VAS (see vas.h): seg_attach() records a segment in a VAS for every process that
+ * attaches it; seg_attach_local() adds it only to one process's attachment of a VAS.
+ */
+#ifndef EXOMEM_SEG_H
+#define EXOMEM_SEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t segid_t;   /* registry-wide id of a segment, never reused; 0 is none */
+typedef uint64_t vasid_t;   /* registry-wide id of a VAS, never reused; 0 is none */
+typedef int vhandle_t;      /* a process's attachment of a VAS; VAS_HOME is the original */
+
+#define EXOMEM_NAME_MAX 63  /* longest segment or VAS name; names use [A-Za-z0-9._-] */
+
+#define SEG_PAGE_4K (UINT64_C(1) << 12)
+#define SEG_PAGE_2M (UINT64_C(1) << 21)
+#define SEG_PAGE_1G (UINT64_C(1) << 30)
+
+/* Attachment flags. */
+#define SEG_RDWR   0x0      /* read-write: exclusive lock while switched in */
+#define SEG_RDONLY 0x1      /* read-only: shared lock while switched in */
+
+/* seg_alloc_ex() options. */
+#define SEG_NORESERVE 0x1   /* do not reserve the memory up front (sparse file) */
+
+struct seg_opts {
+    uint64_t page_size;     /* SEG_PAGE_4K (default when 0), SEG_PAGE_2M or SEG_PAGE_1G */
+    unsigned flags;         /* SEG_NORESERVE */
+};
+
+struct seg_info {
+    segid_t id;
+    char name[EXOMEM_NAME_MAX + 1];
+    uint64_t base;
+    uint64_t size;
+    uint64_t page_size;
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    unsigned flags;
+    int64_t created;        /* seconds since the epoch */
+};
+
+/* seg_ctl() commands. */
+enum seg_ctl_cmd {
+    SEG_CTL_INFO = 1,       /* arg: struct seg_info *, filled in */
+    SEG_CTL_SET_MODE,       /* arg: const mode_t *; owner or root only */
+};
+
+/* Create segment `name` of `size` bytes at virtual address `base` with 4K pages and
+ * permission bits `mode` (as chmod). Fails with EXO_EEXIST, EXO_EBADNAME,
+ * EXO_ENAMETOOLONG, EXO_EALIGN, EXO_ESIZE, EXO_EOVERLAP (the range overlaps a mapping of
+ * the caller), EXO_ENOSPC. On success stores the new id in *sid. */
+int seg_alloc(const char *name, uint64_t base, uint64_t size, mode_t mode, segid_t *sid);
+
+/* seg_alloc() with options (page size, flags); opts may be NULL. */
+int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t mode,
+                 const struct seg_opts *opts, segid_t *sid);
+
+/* Look a segment up by name. */
+int seg_find(const char *name, segid_t *sid);
+
+/* Make a new segment `new_name` with the same base, size, page size and mode as `sid`
+ * and a copy of its data. The copy may be given other permissions with seg_ctl(). */
+int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid);
+
+/* Query or change a segment's metadata; see enum seg_ctl_cmd. */
+int seg_ctl(segid_t sid, int cmd, void *arg);
+
+/* Delete a segment and its data. Fails with EXO_EINUSE while a VAS lists it and with
+ * EXO_EBUSY while a process holds its lock. */
+int seg_delete(segid_t sid);
+
+/* Record segment `sid` in VAS `vid` (persistent, for every process that attaches the VAS
+ * afterwards) with SEG_RDONLY or SEG_RDWR access. Fails with EXO_EOVERLAP if it overlaps a
+ * segment already in the VAS, EXO_ETOOMANY past VAS_SEGS_MAX. */
+int seg_attach(vasid_t vid, segid_t sid, int flags);
+
+/* Remove segment `sid` from VAS `vid`'s persistent list. */
+int seg_detach(vasid_t vid, segid_t sid);
+
+/* Add segment `sid` to this process's attachment `vh` only (the VAS file is unchanged).
+ * If `vh` is current the segment becomes visible at once. */
+int seg_attach_local(vhandle_t vh, segid_t sid, int flags);
+
+/* Remove a segment added with seg_attach_local() from this process's attachment `vh`. */
+int seg_detach_local(vhandle_t vh, segid_t sid);
+
+/* Fill out[0..cap) with the registry's segments, sorted by id, and set *count to how many
+ * there are (which may exceed cap). Corrupt entries are skipped and counted in *corrupt
+ * (may be NULL). */
+int seg_list(struct seg_info *out, size_t cap, size_t *count, size_t *corrupt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

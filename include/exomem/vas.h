@@ -1,0 +1,118 @@
+/* Virtual address spaces (SpaceJMP): named, persistent sets of segments that a process
+ * attaches and switches between.
+ *
+ * Linux gives a process one page table, so vas_switch() changes what the WHOLE process sees,
+ * all its threads at once; what every VAS shares (code, stack, heap, libraries: the "common
+ * region") never changes. After vas_switch(h) exactly h's segments are visible at their
+ * bases; the segments of the other attached VASes are reserved but inaccessible (touching
+ * them faults), so no other mmap can take their addresses.
+ *
+ * Switching in takes each segment's lock (shared for SEG_RDONLY, exclusive for SEG_RDWR)
+ * in one global order (by segment id), and switching out releases it. The locks are OFD
+ * record locks, which the kernel drops when the holder dies.
+ */
+#ifndef EXOMEM_VAS_H
+#define EXOMEM_VAS_H
+
+#include <exomem/seg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VAS_HOME 0          /* the handle of the process's original address space */
+#define VAS_SEGS_MAX 64     /* segments per VAS (persistent plus local) */
+#define VAS_ATTACH_MAX 256  /* VASes attached at once per process */
+
+/* Switch engines (see docs/spacejmp.md). */
+enum vas_engine {
+    VAS_ENGINE_PARK = 1,    /* keep switched-out segments mapped in a parking area, move
+                               their page tables with mremap (default) */
+    VAS_ENGINE_REMAP = 2,   /* unmap switched-out segments, map and populate on switch-in */
+};
+
+struct vas_seg_ref {
+    segid_t sid;
+    char name[EXOMEM_NAME_MAX + 1];
+    int flags;              /* SEG_RDONLY or SEG_RDWR */
+};
+
+struct vas_info {
+    vasid_t id;
+    char name[EXOMEM_NAME_MAX + 1];
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    segid_t heap;           /* segment vas_malloc() allocates from; 0: the first SEG_RDWR */
+    int64_t created;
+    unsigned nsegs;
+    struct vas_seg_ref segs[VAS_SEGS_MAX];
+};
+
+struct vas_park_stats {
+    uint64_t parked_bytes;  /* bytes of segments parked with their page tables */
+    uint64_t limit_bytes;   /* the bound past which the least recently used VAS is evicted */
+    uint64_t evictions;     /* parked VASes evicted so far */
+    uint64_t moves;         /* segment moves by mremap so far */
+    uint64_t maps;          /* segment maps (mmap + populate) so far */
+};
+
+/* vas_ctl() commands. Those marked "process" apply to the calling process and ignore vid. */
+enum vas_ctl_cmd {
+    VAS_CTL_INFO = 1,       /* arg: struct vas_info *, filled in */
+    VAS_CTL_SET_MODE,       /* arg: const mode_t *; owner or root only */
+    VAS_CTL_SET_HEAP,       /* arg: const segid_t *, a SEG_RDWR segment of the VAS */
+    VAS_CTL_SET_ENGINE,     /* process; arg: const int * (enum vas_engine); only at home */
+    VAS_CTL_GET_ENGINE,     /* process; arg: int * */
+    VAS_CTL_SET_PARK_LIMIT, /* process; arg: const uint64_t *, bytes */
+    VAS_CTL_PARK_STATS,     /* process; arg: struct vas_park_stats * */
+    VAS_CTL_SET_LOCKING,    /* process; arg: const int *, 1 (default) takes segment locks on
+                               switch, 0 does not (for measurements; unsafe when shared) */
+};
+
+/* Create an empty VAS `name` with permission bits `mode`; store its id in *vid. */
+int vas_create(const char *name, mode_t mode, vasid_t *vid);
+
+/* Look a VAS up by name. */
+int vas_find(const char *name, vasid_t *vid);
+
+/* Make a new VAS `new_name` listing the same segments (the segments are shared, not
+ * copied) with the same mode. */
+int vas_clone(vasid_t vid, const char *new_name, vasid_t *new_vid);
+
+/* Delete a VAS from the registry; its segments remain. Processes that attached it keep
+ * their attachment until they detach. */
+int vas_delete(vasid_t vid);
+
+/* Attach VAS `vid` to this process: open its segments (EXO_EACCES without permission) and
+ * reserve their address ranges (EXO_EOVERLAP if a range overlaps a mapping that is not
+ * exomem's). Nothing becomes visible until vas_switch(). */
+int vas_attach(vasid_t vid, vhandle_t *vh);
+
+/* Detach an attachment; if it is current, the process first switches home. */
+int vas_detach(vhandle_t vh);
+
+/* Make `vh`'s segments visible at their bases and hide the current VAS's, taking and
+ * releasing segment locks; blocks while another process holds a conflicting lock.
+ * vas_switch(VAS_HOME) returns to the original address space. EXO_EDETACHED for a handle
+ * that is not attached. */
+int vas_switch(vhandle_t vh);
+
+/* vas_switch() that fails with EXO_EBUSY, changing nothing, instead of waiting for a lock. */
+int vas_try_switch(vhandle_t vh);
+
+/* The current attachment (VAS_HOME when none). */
+vhandle_t vas_current(void);
+
+/* Query or change a VAS, or the calling process's switching settings; see enum
+ * vas_ctl_cmd. */
+int vas_ctl(int cmd, vasid_t vid, void *arg);
+
+/* Fill out[0..cap) with the registry's VASes, sorted by id; *count gets how many there are.
+ * Corrupt entries are skipped and counted in *corrupt (may be NULL). */
+int vas_list(struct vas_info *out, size_t cap, size_t *count, size_t *corrupt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

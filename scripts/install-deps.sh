@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install what building, testing and the report need, from Debian's packages, only where
+# missing. Usage: scripts/install-deps.sh [test|report]
+set -eu
+want=(cmake make gcc pkg-config)
+[ "${1:-test}" = report ] && want+=(python3 python3-matplotlib)
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo=sudo
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"

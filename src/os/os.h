@@ -1,0 +1,94 @@
+/* The only layer that calls mmap, mremap, mprotect, fcntl locks, flock and the file system.
+ * Each wrapper returns 0 (or a result) and a negative exomem code on failure, with errno
+ * preserved for the caller's message. Nothing here keeps state. */
+#ifndef EXOMEM_OS_H
+#define EXOMEM_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Kernel constants newer than Debian 12's 6.1 headers, defined once here. */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* Highest user address + 1 with 4-level paging (47 bits). */
+#define EXO_USER_ADDR_END (UINT64_C(1) << 47)
+
+/* --- address space --- */
+
+/* Reserve [addr, addr+len) as inaccessible, never replacing an existing mapping:
+ * -EXO_EOVERLAP if anything is mapped there. */
+int exo_os_reserve_fixed(uint64_t addr, uint64_t len);
+
+/* Reserve len bytes anywhere, inaccessible, at an address congruent to `align_to` modulo
+ * `modulus` (a power of two). Stores the address in *addr. */
+int exo_os_reserve_congruent(uint64_t len, uint64_t align_to, uint64_t modulus, uint64_t *addr);
+
+/* Replace whatever this process has mapped at [addr, addr+len) (which must be exomem's own)
+ * by an inaccessible reservation, dropping its page tables. Never leaves a hole. */
+int exo_os_hide(uint64_t addr, uint64_t len);
+
+/* Map file fd (offset 0) shared at exactly addr over exomem's own reservation, with
+ * read-write or read-only access, populating page tables when `populate`. */
+int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate);
+
+/* Move the page tables of the mapping at [from, from+len) to `to` (replacing the reservation
+ * there) with mremap(MREMAP_FIXED|MREMAP_DONTUNMAP), then make `from` inaccessible. Neither
+ * range is ever a hole. Not for hugetlb mappings. */
+int exo_os_move(uint64_t from, uint64_t to, uint64_t len);
+
+/* Change access of [addr, addr+len): 0 none, 1 read, 2 read-write. */
+int exo_os_protect(uint64_t addr, uint64_t len, int access);
+
+/* Give [addr, addr+len) back to the kernel. */
+int exo_os_unmap(uint64_t addr, uint64_t len);
+
+/* Is any part of [addr, addr+len) mapped in this process? If so, and desc is not NULL,
+ * writes "start-end path" of the first overlapping mapping (from /proc/self/maps). */
+bool exo_os_range_mapped(uint64_t addr, uint64_t len, char *desc, size_t desc_len);
+
+/* As exo_os_range_mapped(), but mappings for which ignore(lo, hi) is true (the part of a
+ * mapping inside [addr, addr+len)) do not count. */
+bool exo_os_range_mapped_except(uint64_t addr, uint64_t len,
+                                bool (*ignore)(uint64_t lo, uint64_t hi), char *desc,
+                                size_t desc_len);
+
+/* --- segment locks (OFD record locks over the whole file; dropped by the kernel when the
+ * holder dies) --- */
+
+enum exo_lock_mode { EXO_LOCK_NONE = 0, EXO_LOCK_SHARED = 1, EXO_LOCK_EXCLUSIVE = 2 };
+
+/* Take or convert the lock on fd; waits when `wait`, else -EXO_EBUSY. Retries EINTR. */
+int exo_os_lock(int fd, enum exo_lock_mode mode, bool wait);
+int exo_os_unlock(int fd);
+
+/* Whole-file flock for the registry lock file (shared or exclusive; waits). */
+int exo_os_flock(int fd, bool exclusive);
+int exo_os_funlock(int fd);
+
+/* --- files --- */
+
+/* open() that retries EINTR and maps errno to exomem codes; O_CLOEXEC is always added. */
+int exo_os_open(const char *path, int flags, mode_t mode);
+int exo_os_close(int fd);
+/* Read or write exactly len bytes at off; short read -> -EXO_ECORRUPT. */
+int exo_os_pread_all(int fd, void *buf, size_t len, off_t off);
+int exo_os_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* Size the file to len; reserve its blocks when `reserve` (ENOSPC -> -EXO_ENOSPC). */
+int exo_os_size_file(int fd, uint64_t len, bool reserve);
+int exo_os_fsync(int fd);
+/* Map errno to an exomem code (EACCES -> EXO_EACCES, ...). */
+int exo_os_code(int err);
+
+/* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
+uint64_t exo_os_hugetlbfs_page_size(const char *path);
+/* Find a mounted hugetlbfs with the given page size; writes its path. */
+int exo_os_find_hugetlbfs(uint64_t page_size, char *path, size_t path_len);
+
+#endif

@@ -1,0 +1,134 @@
+/* Address-space calls: reservations, fixed file mappings, page-table moves, protection.
+ *
+ * Every range exomem owns is always mapped: either by a segment's file or by an inaccessible
+ * anonymous reservation. Replacing one by the other is done with MAP_FIXED over our own
+ * range (atomic in the kernel), so another thread's mmap can never land in a gap. */
+#include "os/os.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+
+int exo_os_reserve_fixed(uint64_t addr, uint64_t len)
+{
+    void *p = mmap((void *)addr, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) {
+        if (errno == EEXIST)
+            return -EXO_EOVERLAP;
+        return -exo_os_code(errno);
+    }
+    if ((uint64_t)p != addr) {
+        /* A kernel older than 4.17 ignores MAP_FIXED_NOREPLACE and treats it as a hint. */
+        munmap(p, len);
+        return -EXO_EOVERLAP;
+    }
+    return 0;
+}
+
+int exo_os_reserve_congruent(uint64_t len, uint64_t align_to, uint64_t modulus, uint64_t *addr)
+{
+    uint64_t want = align_to & (modulus - 1);
+    uint64_t span = len + modulus;
+    if (span < len)
+        return -EXO_ENOMEM;
+    void *p = mmap(NULL, span, PROT_NONE, RESERVE_FLAGS, -1, 0);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    uint64_t start = (uint64_t)p;
+    uint64_t slot = (start & ~(modulus - 1)) + want;
+    if (slot < start)
+        slot += modulus;
+    /* Trim the over-reservation on both sides; what remains is exactly [slot, slot+len). */
+    if (slot > start)
+        munmap(p, slot - start);
+    uint64_t end = start + span;
+    if (end > slot + len)
+        munmap((void *)(slot + len), end - (slot + len));
+    *addr = slot;
+    return 0;
+}
+
+int exo_os_hide(uint64_t addr, uint64_t len)
+{
+    void *p = mmap((void *)addr, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate)
+{
+    int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+    int flags = MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0);
+    void *p = mmap((void *)addr, len, prot, flags, fd, 0);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+int exo_os_move(uint64_t from, uint64_t to, uint64_t len)
+{
+    void *p = mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                     (void *)to);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    /* DONTUNMAP left the source mapped (empty page tables); make it inaccessible so a stray
+     * access faults instead of silently mapping the file again. */
+    if (mprotect((void *)from, len, PROT_NONE) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+int exo_os_protect(uint64_t addr, uint64_t len, int access)
+{
+    int prot = access == 0 ? PROT_NONE : access == 1 ? PROT_READ : PROT_READ | PROT_WRITE;
+    if (mprotect((void *)addr, len, prot) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+int exo_os_unmap(uint64_t addr, uint64_t len)
+{
+    if (munmap((void *)addr, len) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+bool exo_os_range_mapped(uint64_t addr, uint64_t len, char *desc, size_t desc_len)
+{
+    return exo_os_range_mapped_except(addr, len, NULL, desc, desc_len);
+}
+
+bool exo_os_range_mapped_except(uint64_t addr, uint64_t len,
+                                bool (*ignore)(uint64_t lo, uint64_t hi), char *desc,
+                                size_t desc_len)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+            continue;
+        if (lo < addr + len && addr < hi) {
+            uint64_t from = lo > addr ? lo : addr, to = hi < addr + len ? hi : addr + len;
+            if (ignore && ignore(from, to))
+                continue;
+            found = true;
+            if (desc && desc_len) {
+                const char *path = strchr(line, '/');
+                if (!path)
+                    path = strchr(line, '[');
+                snprintf(desc, desc_len, "%lx-%lx %s", lo, hi, path ? path : "(anonymous)");
+                desc[strcspn(desc, "\n")] = '\0';
+            }
+        }
+    }
+    fclose(f);
+    return found;
+}

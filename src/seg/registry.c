@@ -1,0 +1,347 @@
+/* The registry directory: layout, lock, ids, names and checksummed records. */
+#include "seg/registry.h"
+#include "internal.h"
+#include "os/os.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const kind_prefix[] = {"seg:", "vas:"};
+
+int exo_reg_path(char *buf, size_t len, const char *fmt, ...)
+{
+    int n = snprintf(buf, len, "%s/", exomem_root());
+    if (n < 0 || (size_t)n >= len)
+        return exo_fail(EXO_ENAMETOOLONG, "registry path %s is too long", exomem_root());
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (m < 0 || (size_t)m >= len - (size_t)n)
+        return exo_fail(EXO_ENAMETOOLONG, "registry path under %s is too long", exomem_root());
+    return 0;
+}
+
+/* Registry directories are sticky and world-writable, like /tmp: anyone may add objects,
+ * only owners may remove theirs. The objects' own modes say who may use them. */
+static int make_dir(const char *path)
+{
+    if (mkdir(path, 01777) == 0) {
+        chmod(path, 01777); /* undo the umask */
+        return 0;
+    }
+    if (errno == EEXIST)
+        return 0;
+    return exo_fail(exo_os_code(errno), "cannot create registry directory %s: %s", path,
+                    strerror(errno));
+}
+
+int exo_reg_open(bool create)
+{
+    static const char *const subdirs[] = {"", "segs", "vases", "names"};
+    char path[EXO_PATH_MAX];
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+        int rc = exo_reg_path(path, sizeof path, "%s", subdirs[i]);
+        if (rc)
+            return rc;
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                return exo_fail(EXO_ECORRUPT, "registry entry %s is not a directory", path);
+            continue;
+        }
+        if (!create)
+            return exo_fail(EXO_ENOENT, "no registry at %s", exomem_root());
+        if ((rc = make_dir(path)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int exo_reg_lock(bool exclusive, int *fd)
+{
+    char path[EXO_PATH_MAX];
+    int rc = exo_reg_path(path, sizeof path, "lock");
+    if (rc)
+        return rc;
+    int f = exo_os_open(path, O_RDWR | O_CREAT, 0666);
+    if (f == -EXO_EACCES)
+        f = exo_os_open(path, O_RDONLY, 0);
+    if (f < 0)
+        return exo_fail(-f, "cannot open registry lock %s", path);
+    fchmod(f, 0666); /* fails harmlessly unless we made it */
+    if ((rc = exo_os_flock(f, exclusive)) != 0) {
+        exo_os_close(f);
+        return exo_fail(-rc, "cannot lock registry %s", path);
+    }
+    *fd = f;
+    return 0;
+}
+
+void exo_reg_unlock(int fd)
+{
+    exo_os_funlock(fd);
+    exo_os_close(fd);
+}
+
+int exo_reg_next_id(uint64_t *id)
+{
+    char path[EXO_PATH_MAX];
+    int rc = exo_reg_path(path, sizeof path, "ids");
+    if (rc)
+        return rc;
+    int fd = exo_os_open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0)
+        return exo_fail(-fd, "cannot open id counter %s", path);
+    fchmod(fd, 0666);
+    char buf[32] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    uint64_t next = 1;
+    if (n > 0) {
+        char *end;
+        next = strtoull(buf, &end, 10);
+        if (end == buf || next == 0) {
+            exo_os_close(fd);
+            return exo_fail(EXO_ECORRUPT, "id counter %s is corrupt", path);
+        }
+    }
+    int len = snprintf(buf, sizeof buf, "%020llu\n", (unsigned long long)(next + 1));
+    rc = exo_os_pwrite_all(fd, buf, (size_t)len, 0);
+    exo_os_close(fd);
+    if (rc)
+        return exo_fail(-rc, "cannot write id counter %s", path);
+    *id = next;
+    return 0;
+}
+
+int exo_check_name(const char *name)
+{
+    if (!name || !*name)
+        return exo_fail(EXO_EBADNAME, "empty name");
+    size_t len = strlen(name);
+    if (len > EXOMEM_NAME_MAX)
+        return exo_fail(EXO_ENAMETOOLONG, "name of %zu characters (at most %d)", len,
+                        EXOMEM_NAME_MAX);
+    if (name[0] == '.')
+        return exo_fail(EXO_EBADNAME, "name '%s' starts with '.'", name);
+    for (const char *p = name; *p; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return exo_fail(EXO_EBADNAME, "name '%s' has the character '%c' (allowed: "
+                            "A-Z a-z 0-9 . _ -)", name, c);
+    }
+    return 0;
+}
+
+static int name_path(char *buf, size_t len, enum exo_kind kind, const char *name)
+{
+    return exo_reg_path(buf, len, "names/%s%s", kind_prefix[kind], name);
+}
+
+static int parse_id(const char *s, uint64_t *id)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v == 0)
+        return -EXO_ECORRUPT;
+    *id = v;
+    return 0;
+}
+
+int exo_name_lookup(enum exo_kind kind, const char *name, uint64_t *id)
+{
+    int rc = exo_check_name(name);
+    if (rc)
+        return rc;
+    char path[EXO_PATH_MAX], target[64];
+    if ((rc = name_path(path, sizeof path, kind, name)) != 0)
+        return rc;
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return exo_fail(EXO_ENOENT, "no %s named '%s' in %s",
+                            kind == EXO_KIND_SEG ? "segment" : "VAS", name, exomem_root());
+        return exo_fail(exo_os_code(errno), "cannot read %s: %s", path, strerror(errno));
+    }
+    target[n] = '\0';
+    if (parse_id(target, id) != 0)
+        return exo_fail(EXO_ECORRUPT, "name link %s is corrupt", path);
+    return 0;
+}
+
+int exo_name_link(enum exo_kind kind, const char *name, uint64_t id)
+{
+    char path[EXO_PATH_MAX], target[32];
+    int rc = name_path(path, sizeof path, kind, name);
+    if (rc)
+        return rc;
+    snprintf(target, sizeof target, "%llu", (unsigned long long)id);
+    if (symlink(target, path) != 0) {
+        if (errno == EEXIST)
+            return exo_fail(EXO_EEXIST, "a %s named '%s' exists already",
+                            kind == EXO_KIND_SEG ? "segment" : "VAS", name);
+        return exo_fail(exo_os_code(errno), "cannot create %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+int exo_name_unlink(enum exo_kind kind, const char *name)
+{
+    char path[EXO_PATH_MAX];
+    int rc = name_path(path, sizeof path, kind, name);
+    if (rc)
+        return rc;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return exo_fail(exo_os_code(errno), "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int compare_ids(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
+{
+    char dir[EXO_PATH_MAX];
+    int rc = exo_reg_path(dir, sizeof dir, "names");
+    if (rc)
+        return rc;
+    *ids = NULL;
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : exo_fail(exo_os_code(errno), "cannot read %s", dir);
+    size_t cap = 0, n = 0;
+    uint64_t *out = NULL;
+    const char *prefix = kind_prefix[kind];
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char path[EXO_PATH_MAX], target[64];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+            continue;
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        uint64_t id = UINT64_MAX; /* an unreadable link still counts, as corrupt */
+        if (len > 0) {
+            target[len] = '\0';
+            if (parse_id(target, &id) != 0)
+                id = UINT64_MAX;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *grown = realloc(out, cap * sizeof *out);
+            if (!grown) {
+                free(out);
+                closedir(d);
+                return exo_fail(EXO_ENOMEM, "listing %s", dir);
+            }
+            out = grown;
+        }
+        out[n++] = id;
+    }
+    closedir(d);
+    qsort(out, n, sizeof *out, compare_ids);
+    *ids = out;
+    *count = n;
+    return 0;
+}
+
+static uint64_t checksum(const void *data, size_t len)
+{
+    /* FNV-1a: enough to catch truncation and stray bytes; not a defence against forgery
+     * (the files' modes are). */
+    const unsigned char *p = data;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+void exo_record_seal(void *rec, size_t len)
+{
+    uint64_t sum = checksum(rec, len - sizeof sum);
+    memcpy((char *)rec + len - sizeof sum, &sum, sizeof sum);
+}
+
+int exo_record_create(const char *path, const void *rec, size_t len, mode_t mode)
+{
+    char tmp[EXO_PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return exo_fail(EXO_ENAMETOOLONG, "path %s is too long", path);
+    unlink(tmp);
+    int fd = exo_os_open(tmp, O_RDWR | O_CREAT | O_EXCL, mode);
+    if (fd < 0)
+        return exo_fail(-fd, "cannot create %s: %s", tmp, strerror(errno));
+    int rc = fchmod(fd, mode) == 0 ? 0 : -exo_os_code(errno);
+    if (!rc)
+        rc = exo_os_pwrite_all(fd, rec, len, 0);
+    exo_os_close(fd);
+    /* link() never replaces an existing file: the record appears complete or not at all. */
+    if (!rc && link(tmp, path) != 0)
+        rc = -exo_os_code(errno);
+    unlink(tmp);
+    if (rc)
+        return exo_fail(-rc, "cannot write record %s", path);
+    return 0;
+}
+
+int exo_record_rewrite(const char *path, const void *rec, size_t len)
+{
+    int fd = exo_os_open(path, O_WRONLY, 0);
+    if (fd < 0)
+        return exo_fail(-fd, "cannot open %s for writing", path);
+    /* One pwrite of a few KiB to tmpfs is not torn by a signal; the checksum catches the
+     * rest. */
+    int rc = exo_os_pwrite_all(fd, rec, len, 0);
+    exo_os_close(fd);
+    if (rc)
+        return exo_fail(-rc, "cannot write record %s", path);
+    return 0;
+}
+
+int exo_record_read(const char *path, void *rec, size_t len, const char magic[8],
+                    uint32_t version)
+{
+    int fd = exo_os_open(path, O_RDONLY, 0);
+    if (fd == -EXO_ENOENT)
+        return exo_fail(EXO_ENOENT, "record %s does not exist", path);
+    if (fd < 0)
+        return exo_fail(-fd, "cannot open record %s", path);
+    struct stat st;
+    int rc = fstat(fd, &st) == 0 ? 0 : -exo_os_code(errno);
+    if (!rc && (uint64_t)st.st_size != len)
+        rc = -EXO_ECORRUPT;
+    if (!rc)
+        rc = exo_os_pread_all(fd, rec, len, 0);
+    exo_os_close(fd);
+    if (rc == -EXO_ECORRUPT)
+        return exo_fail(EXO_ECORRUPT, "record %s is truncated or has the wrong size", path);
+    if (rc)
+        return exo_fail(-rc, "cannot read record %s", path);
+    if (memcmp(rec, magic, 8) != 0)
+        return exo_fail(EXO_ECORRUPT, "record %s has a bad magic number", path);
+    uint32_t v;
+    memcpy(&v, (char *)rec + 8, sizeof v);
+    uint64_t stored;
+    memcpy(&stored, (char *)rec + len - sizeof stored, sizeof stored);
+    if (stored != checksum(rec, len - sizeof stored))
+        return exo_fail(EXO_ECORRUPT, "record %s fails its checksum", path);
+    if (v != version)
+        return exo_fail(EXO_EVERSION, "record %s has format version %u (this library reads %u)",
+                        path, v, version);
+    return 0;
+}

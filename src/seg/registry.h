@@ -1,0 +1,62 @@
+/* The registry: the directory (EXOMEM_ROOT) where segments and VASes persist.
+ *
+ *   lock              flock: shared for readers, exclusive for changes
+ *   ids               the next id (decimal); ids are never reused
+ *   segs/<id>         segment record;   segs/<id>.data  its data (4K pages)
+ *   vases/<id>        VAS record (its mode is the VAS's permission)
+ *   names/seg:<NAME>  symlink to "<id>"; names/vas:<NAME> likewise
+ *
+ * A new object becomes visible only when its name link is made, after its files are
+ * complete, so a crash never leaves a half-made object behind a name. Records end with a
+ * 64-bit checksum; a record that is short, of another kind or fails its checksum is
+ * EXO_ECORRUPT. */
+#ifndef EXOMEM_REGISTRY_H
+#define EXOMEM_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define EXO_PATH_MAX 4096
+
+enum exo_kind { EXO_KIND_SEG, EXO_KIND_VAS };
+
+/* Make sure the registry directories exist (creating them when `create`). -EXO_ENOENT if
+ * they do not and !create. */
+int exo_reg_open(bool create);
+
+/* Take the registry lock (exclusive for changes); *fd receives the lock's descriptor. */
+int exo_reg_lock(bool exclusive, int *fd);
+void exo_reg_unlock(int fd);
+
+/* The next unused id; the caller holds the exclusive registry lock. */
+int exo_reg_next_id(uint64_t *id);
+
+/* Write the path of a registry file ("segs/12.data", ...) into buf. */
+int exo_reg_path(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Check an object name: EXO_EBADNAME or EXO_ENAMETOOLONG, with a message. */
+int exo_check_name(const char *name);
+
+/* Resolve, create (-EXO_EEXIST if taken) or remove a name link. */
+int exo_name_lookup(enum exo_kind kind, const char *name, uint64_t *id);
+int exo_name_link(enum exo_kind kind, const char *name, uint64_t id);
+int exo_name_unlink(enum exo_kind kind, const char *name);
+
+/* Ids of all named objects of a kind, sorted; *ids is malloc'd (free it). */
+int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count);
+
+/* Records: fixed structs that start with an 8-byte magic and end with a checksum field. */
+void exo_record_seal(void *rec, size_t len);
+/* Create a new record file atomically (never replacing one) with the given mode. */
+int exo_record_create(const char *path, const void *rec, size_t len, mode_t mode);
+/* Replace a record's contents in place, in one write (caller holds the registry lock). */
+int exo_record_rewrite(const char *path, const void *rec, size_t len);
+/* Read and verify a record: -EXO_ENOENT, -EXO_ECORRUPT, -EXO_EVERSION. The version is the
+ * uint32 right after the magic. */
+int exo_record_read(const char *path, void *rec, size_t len, const char magic[8],
+                    uint32_t version);
+
+#endif

@@ -1,0 +1,469 @@
+/* Segments: creation, lookup, cloning, metadata, deletion and listing. */
+#include "seg/segment.h"
+#include "internal.h"
+#include "os/os.h"
+#include "seg/claims.h"
+#include "seg/registry.h"
+#include "seg/vas_record.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int data_path(const struct exo_seg_rec *rec, char *buf, size_t len)
+{
+    if (rec->data_path[0]) {
+        snprintf(buf, len, "%s", rec->data_path);
+        return 0;
+    }
+    return exo_reg_path(buf, len, "segs/%llu.data", (unsigned long long)rec->id);
+}
+
+static int record_path(segid_t sid, char *buf, size_t len)
+{
+    return exo_reg_path(buf, len, "segs/%llu", (unsigned long long)sid);
+}
+
+int exo_seg_load(segid_t sid, struct exo_seg_rec *rec)
+{
+    if (sid == 0)
+        return exo_fail(EXO_ENOENT, "segment id 0 is no segment");
+    char path[EXO_PATH_MAX];
+    int rc = record_path(sid, path, sizeof path);
+    if (rc)
+        return rc;
+    rc = exo_record_read(path, rec, sizeof *rec, EXO_SEG_MAGIC, EXO_SEG_VERSION);
+    if (rc == -EXO_ENOENT)
+        return exo_fail(EXO_ENOENT, "no segment with id %llu", (unsigned long long)sid);
+    if (rc)
+        return rc;
+    if (rec->id != sid || rec->name[EXOMEM_NAME_MAX] != '\0' ||
+        rec->data_path[sizeof rec->data_path - 1] != '\0')
+        return exo_fail(EXO_ECORRUPT, "segment record %s is inconsistent", path);
+    return 0;
+}
+
+int exo_seg_open_data(const struct exo_seg_rec *rec, int *fd, bool *writable)
+{
+    char path[EXO_PATH_MAX];
+    int rc = data_path(rec, path, sizeof path);
+    if (rc)
+        return rc;
+    int f = exo_os_open(path, O_RDWR, 0);
+    *writable = f >= 0;
+    if (f == -EXO_EACCES)
+        f = exo_os_open(path, O_RDONLY, 0);
+    if (f == -EXO_EACCES)
+        return exo_fail(EXO_EACCES, "segment '%s': permission denied", rec->name);
+    if (f == -EXO_ENOENT)
+        return exo_fail(EXO_ECORRUPT, "segment '%s': data file %s is missing", rec->name, path);
+    if (f < 0)
+        return exo_fail(-f, "segment '%s': cannot open %s", rec->name, path);
+    struct stat st;
+    if (fstat(f, &st) != 0 || (uint64_t)st.st_size != rec->size) {
+        exo_os_close(f);
+        return exo_fail(EXO_ECORRUPT, "segment '%s': data file %s has the wrong size",
+                        rec->name, path);
+    }
+    *fd = f;
+    return 0;
+}
+
+/* Check arguments before anything is touched, so bad input changes nothing. */
+static int check_layout(const char *name, uint64_t base, uint64_t size, mode_t mode,
+                        uint64_t page)
+{
+    int rc = exo_check_name(name);
+    if (rc)
+        return rc;
+    if (page != SEG_PAGE_4K && page != SEG_PAGE_2M && page != SEG_PAGE_1G)
+        return exo_fail(EXO_EPAGESIZE, "segment '%s': page size %#llx is not 4K, 2M or 1G",
+                        name, (unsigned long long)page);
+    if (size == 0)
+        return exo_fail(EXO_ESIZE, "segment '%s': size 0", name);
+    if (base < (UINT64_C(1) << 16) || base >= EXO_USER_ADDR_END ||
+        size > EXO_USER_ADDR_END - base)
+        return exo_fail(EXO_ESIZE, "segment '%s': [%#llx, +%#llx) leaves the user address "
+                        "space [0x10000, %#llx)", name, (unsigned long long)base,
+                        (unsigned long long)size, (unsigned long long)EXO_USER_ADDR_END);
+    if (base % page || size % page)
+        return exo_fail(EXO_EALIGN, "segment '%s': base %#llx and size %#llx must be "
+                        "multiples of the page size %#llx", name, (unsigned long long)base,
+                        (unsigned long long)size, (unsigned long long)page);
+    if (mode & ~(mode_t)07777)
+        return exo_fail(EXO_EINVAL, "segment '%s': mode %#o has bits beyond 07777", name,
+                        (unsigned)mode);
+    return 0;
+}
+
+static bool range_is_ours(uint64_t lo, uint64_t hi)
+{
+    return exo_claims_cover(lo, hi);
+}
+
+/* Where a huge-page segment's data goes: a hugetlbfs mount of that page size. */
+static int huge_data_path(uint64_t page, uint64_t id, char *buf, size_t len)
+{
+    const struct exo_config *cfg = exo_config();
+    const char *configured = page == SEG_PAGE_2M ? cfg->hugetlbfs_2m : cfg->hugetlbfs_1g;
+    char mount[EXO_PATH_MAX];
+    if (configured[0]) {
+        if (exo_os_hugetlbfs_page_size(configured) != page)
+            return exo_fail(EXO_ENOHUGE, "%s is not a hugetlbfs mount with %lluK pages",
+                            configured, (unsigned long long)(page >> 10));
+        snprintf(mount, sizeof mount, "%s", configured);
+    } else if (exo_os_find_hugetlbfs(page, mount, sizeof mount) != 0) {
+        return exo_fail(EXO_ENOHUGE, "no writable hugetlbfs mount with %lluK pages; mount "
+                        "one (mount -t hugetlbfs -o pagesize=%lluK none DIR) and set "
+                        "EXOMEM_HUGETLBFS_%s=DIR", (unsigned long long)(page >> 10),
+                        (unsigned long long)(page >> 10), page == SEG_PAGE_2M ? "2M" : "1G");
+    }
+    /* Name the file after the registry too, so two registries never share a file. */
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const char *p = exomem_root(); *p; p++)
+        h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+    if (snprintf(buf, len, "%s/exomem-%016llx-%llu", mount, (unsigned long long)h,
+                 (unsigned long long)id) >= (int)len)
+        return exo_fail(EXO_ENAMETOOLONG, "hugetlbfs path under %s is too long", mount);
+    return 0;
+}
+
+/* Make the data file: exact mode, full size, memory reserved unless SEG_NORESERVE. For
+ * hugetlbfs, a trial shared mapping reserves the pages and tells at once if the pool is
+ * short. */
+static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *path)
+{
+    int fd = exo_os_open(path, O_RDWR | O_CREAT | O_EXCL, mode);
+    if (fd < 0)
+        return exo_fail(-fd, "segment '%s': cannot create %s: %s", rec->name, path,
+                        strerror(errno));
+    int rc = fchmod(fd, mode) == 0 ? 0 : -exo_os_code(errno);
+    bool huge = rec->page_size != SEG_PAGE_4K;
+    if (!rc)
+        rc = exo_os_size_file(fd, rec->size, !huge && !(rec->flags & SEG_NORESERVE));
+    if (rc) {
+        rc = exo_fail(-rc, "segment '%s': cannot size %s to %llu bytes", rec->name, path,
+                      (unsigned long long)rec->size);
+    } else if (huge) {
+        void *p = mmap(NULL, rec->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            rc = exo_fail(EXO_ENOHUGE, "segment '%s': the %lluK huge page pool cannot hold "
+                          "%llu bytes", rec->name, (unsigned long long)(rec->page_size >> 10),
+                          (unsigned long long)rec->size);
+        else
+            munmap(p, rec->size);
+    }
+    exo_os_close(fd);
+    if (rc)
+        unlink(path);
+    return rc;
+}
+
+EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t mode,
+                         const struct seg_opts *opts, segid_t *sid)
+{
+    exo_clear_error();
+    uint64_t page = opts && opts->page_size ? opts->page_size : SEG_PAGE_4K;
+    unsigned flags = opts ? opts->flags : 0;
+    int rc = check_layout(name, base, size, mode, page);
+    if (rc)
+        return rc;
+    if (!sid)
+        return exo_fail(EXO_EINVAL, "segment '%s': sid is NULL", name);
+    if (flags & ~(unsigned)SEG_NORESERVE)
+        return exo_fail(EXO_EINVAL, "segment '%s': unknown flags %#x", name, flags);
+    char desc[256];
+    if (exo_os_range_mapped_except(base, size, range_is_ours, desc, sizeof desc))
+        return exo_fail(EXO_EOVERLAP, "segment '%s': [%#llx, %#llx) overlaps mapping %s", name,
+                        (unsigned long long)base, (unsigned long long)(base + size), desc);
+    if ((rc = exo_reg_open(true)) != 0)
+        return rc;
+    int lock;
+    if ((rc = exo_reg_lock(true, &lock)) != 0)
+        return rc;
+    uint64_t existing;
+    if (exo_name_lookup(EXO_KIND_SEG, name, &existing) == 0) {
+        exo_reg_unlock(lock);
+        return exo_fail(EXO_EEXIST, "a segment named '%s' exists already", name);
+    }
+    struct exo_seg_rec rec;
+    memset(&rec, 0, sizeof rec);
+    memcpy(rec.magic, EXO_SEG_MAGIC, 8);
+    rec.version = EXO_SEG_VERSION;
+    rec.flags = flags;
+    rec.base = base;
+    rec.size = size;
+    rec.page_size = page;
+    rec.created = (int64_t)time(NULL);
+    snprintf(rec.name, sizeof rec.name, "%s", name);
+    char dpath[EXO_PATH_MAX], rpath[EXO_PATH_MAX];
+    rc = exo_reg_next_id(&rec.id);
+    if (!rc && page != SEG_PAGE_4K)
+        rc = huge_data_path(page, rec.id, rec.data_path, sizeof rec.data_path);
+    if (!rc)
+        rc = data_path(&rec, dpath, sizeof dpath);
+    if (!rc)
+        rc = record_path(rec.id, rpath, sizeof rpath);
+    if (!rc)
+        rc = create_data(&rec, mode, dpath);
+    if (!rc) {
+        exo_record_seal(&rec, sizeof rec);
+        rc = exo_record_create(rpath, &rec, sizeof rec, 0644);
+        if (!rc && (rc = exo_name_link(EXO_KIND_SEG, name, rec.id)) != 0)
+            unlink(rpath);
+        if (rc)
+            unlink(dpath);
+    }
+    exo_reg_unlock(lock);
+    if (!rc)
+        *sid = rec.id;
+    return rc;
+}
+
+EXO_API int seg_alloc(const char *name, uint64_t base, uint64_t size, mode_t mode, segid_t *sid)
+{
+    return seg_alloc_ex(name, base, size, mode, NULL, sid);
+}
+
+EXO_API int seg_find(const char *name, segid_t *sid)
+{
+    exo_clear_error();
+    if (!sid)
+        return exo_fail(EXO_EINVAL, "sid is NULL");
+    return exo_name_lookup(EXO_KIND_SEG, name, sid);
+}
+
+static void fill_info(const struct exo_seg_rec *rec, const struct stat *st, struct seg_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->id = rec->id;
+    snprintf(out->name, sizeof out->name, "%s", rec->name);
+    out->base = rec->base;
+    out->size = rec->size;
+    out->page_size = rec->page_size;
+    out->flags = rec->flags;
+    out->created = rec->created;
+    out->mode = st->st_mode & 07777;
+    out->uid = st->st_uid;
+    out->gid = st->st_gid;
+}
+
+static int stat_data(const struct exo_seg_rec *rec, struct stat *st)
+{
+    char path[EXO_PATH_MAX];
+    int rc = data_path(rec, path, sizeof path);
+    if (rc)
+        return rc;
+    if (stat(path, st) != 0)
+        return exo_fail(errno == ENOENT ? EXO_ECORRUPT : exo_os_code(errno),
+                        "segment '%s': data file %s: %s", rec->name, path, strerror(errno));
+    return 0;
+}
+
+static int info_of(segid_t sid, struct seg_info *out)
+{
+    struct exo_seg_rec rec;
+    struct stat st;
+    int rc = exo_seg_load(sid, &rec);
+    if (!rc)
+        rc = stat_data(&rec, &st);
+    if (!rc)
+        fill_info(&rec, &st, out);
+    return rc;
+}
+
+static bool may_administer(uid_t owner)
+{
+    return geteuid() == 0 || geteuid() == owner;
+}
+
+static int set_mode(segid_t sid, mode_t mode)
+{
+    struct exo_seg_rec rec;
+    struct stat st;
+    int rc = exo_seg_load(sid, &rec);
+    if (!rc)
+        rc = stat_data(&rec, &st);
+    if (rc)
+        return rc;
+    if (mode & ~(mode_t)07777)
+        return exo_fail(EXO_EINVAL, "mode %#o has bits beyond 07777", (unsigned)mode);
+    if (!may_administer(st.st_uid))
+        return exo_fail(EXO_EPERM, "segment '%s': only its owner (uid %u) or root may change "
+                        "its mode", rec.name, (unsigned)st.st_uid);
+    char path[EXO_PATH_MAX];
+    if ((rc = data_path(&rec, path, sizeof path)) != 0)
+        return rc;
+    if (chmod(path, mode) != 0)
+        return exo_fail(exo_os_code(errno), "segment '%s': chmod %s: %s", rec.name, path,
+                        strerror(errno));
+    return 0;
+}
+
+EXO_API int seg_ctl(segid_t sid, int cmd, void *arg)
+{
+    exo_clear_error();
+    if (!arg)
+        return exo_fail(EXO_EINVAL, "seg_ctl: arg is NULL");
+    switch (cmd) {
+    case SEG_CTL_INFO:
+        return info_of(sid, arg);
+    case SEG_CTL_SET_MODE:
+        return set_mode(sid, *(const mode_t *)arg);
+    default:
+        return exo_fail(EXO_EINVAL, "seg_ctl: unknown command %d", cmd);
+    }
+}
+
+/* Copy src's data into dst through two temporary mappings; works for tmpfs and hugetlbfs
+ * alike (hugetlbfs has no read/write). */
+static int copy_data(int src, int dst, uint64_t size)
+{
+    void *from = mmap(NULL, size, PROT_READ, MAP_SHARED, src, 0);
+    if (from == MAP_FAILED)
+        return -exo_os_code(errno);
+    void *to = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dst, 0);
+    if (to == MAP_FAILED) {
+        int err = errno;
+        munmap(from, size);
+        return -exo_os_code(err);
+    }
+    memcpy(to, from, size);
+    munmap(to, size);
+    munmap(from, size);
+    return 0;
+}
+
+EXO_API int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid)
+{
+    exo_clear_error();
+    struct seg_info info;
+    struct exo_seg_rec rec;
+    int rc = info_of(sid, &info);
+    if (!rc)
+        rc = exo_seg_load(sid, &rec);
+    if (rc)
+        return rc;
+    int src;
+    bool writable;
+    if ((rc = exo_seg_open_data(&rec, &src, &writable)) != 0)
+        return rc;
+    /* A shared lock keeps writers out while the copy is taken. */
+    if ((rc = exo_os_lock(src, EXO_LOCK_SHARED, true)) != 0) {
+        exo_os_close(src);
+        return exo_fail(-rc, "segment '%s': cannot lock for cloning", rec.name);
+    }
+    struct seg_opts opts = {.page_size = rec.page_size, .flags = rec.flags};
+    segid_t made = 0;
+    rc = seg_alloc_ex(new_name, rec.base, rec.size, info.mode | 0200, &opts, &made);
+    if (!rc) {
+        struct exo_seg_rec copy;
+        int dst = -1;
+        bool w;
+        rc = exo_seg_load(made, &copy);
+        if (!rc)
+            rc = exo_seg_open_data(&copy, &dst, &w);
+        if (!rc)
+            rc = copy_data(src, dst, rec.size);
+        if (dst >= 0) {
+            if (!rc && fchmod(dst, info.mode) != 0)
+                rc = -exo_os_code(errno);
+            exo_os_close(dst);
+        }
+        if (rc) {
+            int saved = rc;
+            seg_delete(made);
+            rc = exo_fail(-saved, "segment '%s': cannot copy into clone '%s'", rec.name,
+                          new_name);
+        }
+    }
+    exo_os_unlock(src);
+    exo_os_close(src);
+    if (!rc)
+        *new_sid = made;
+    return rc;
+}
+
+EXO_API int seg_delete(segid_t sid)
+{
+    exo_clear_error();
+    struct exo_seg_rec rec;
+    struct stat st;
+    int rc = exo_seg_load(sid, &rec);
+    if (!rc)
+        rc = stat_data(&rec, &st);
+    if (rc)
+        return rc;
+    if (!may_administer(st.st_uid))
+        return exo_fail(EXO_EPERM, "segment '%s': only its owner (uid %u) or root may delete "
+                        "it", rec.name, (unsigned)st.st_uid);
+    int lock;
+    if ((rc = exo_reg_lock(true, &lock)) != 0)
+        return rc;
+    char vas[EXOMEM_NAME_MAX + 1] = "";
+    rc = exo_vas_records_mention(sid, vas, sizeof vas);
+    if (rc > 0)
+        rc = exo_fail(EXO_EINUSE, "segment '%s' is listed in VAS '%s'; detach it first",
+                      rec.name, vas);
+    int fd = -1;
+    bool writable;
+    if (!rc)
+        rc = exo_seg_open_data(&rec, &fd, &writable);
+    if (!rc && exo_os_lock(fd, EXO_LOCK_EXCLUSIVE, false) != 0)
+        rc = exo_fail(EXO_EBUSY, "segment '%s' is switched in by a process", rec.name);
+    if (!rc)
+        rc = exo_name_unlink(EXO_KIND_SEG, rec.name);
+    if (!rc) {
+        char path[EXO_PATH_MAX];
+        if (record_path(sid, path, sizeof path) == 0)
+            unlink(path);
+        if (data_path(&rec, path, sizeof path) == 0)
+            unlink(path);
+    }
+    if (fd >= 0)
+        exo_os_close(fd);
+    exo_reg_unlock(lock);
+    return rc;
+}
+
+EXO_API int seg_list(struct seg_info *out, size_t cap, size_t *count, size_t *corrupt)
+{
+    exo_clear_error();
+    if (!count || (cap && !out))
+        return exo_fail(EXO_EINVAL, "seg_list: NULL output");
+    *count = 0;
+    if (corrupt)
+        *corrupt = 0;
+    if (exo_reg_open(false) != 0) {
+        exo_clear_error();
+        return 0; /* no registry yet: nothing in it */
+    }
+    int lock;
+    int rc = exo_reg_lock(false, &lock);
+    if (rc)
+        return rc;
+    uint64_t *ids;
+    size_t n;
+    rc = exo_name_list(EXO_KIND_SEG, &ids, &n);
+    for (size_t i = 0; !rc && i < n; i++) {
+        struct seg_info info;
+        if (info_of(ids[i], &info) != 0) {
+            if (corrupt)
+                (*corrupt)++;
+            continue;
+        }
+        if (*count < cap)
+            out[*count] = info;
+        (*count)++;
+    }
+    free(ids);
+    exo_reg_unlock(lock);
+    if (!rc)
+        exo_clear_error();
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* Segment records and data files, for the layers above (the VAS layer). */
+#ifndef EXOMEM_SEGMENT_H
+#define EXOMEM_SEGMENT_H
+
+#include <exomem/seg.h>
+#include <stdbool.h>
+
+#define EXO_SEG_MAGIC "EXOSEG\0\1"
+#define EXO_SEG_VERSION 1
+
+/* The on-disk segment record (segs/<id>). Fixed size; sealed with a checksum. */
+struct exo_seg_rec {
+    char magic[8];
+    uint32_t version;
+    uint32_t flags;             /* SEG_NORESERVE */
+    uint64_t id;
+    uint64_t base;
+    uint64_t size;
+    uint64_t page_size;
+    int64_t created;
+    char name[EXOMEM_NAME_MAX + 1];
+    char data_path[1024];       /* hugetlbfs file; empty: segs/<id>.data in the registry */
+    uint64_t checksum;
+};
+
+/* Read and verify segment sid's record. */
+int exo_seg_load(segid_t sid, struct exo_seg_rec *rec);
+
+/* Open a segment's data file, read-write when the caller may, else read-only (*writable
+ * says which). -EXO_EACCES when it may not even read it. */
+int exo_seg_open_data(const struct exo_seg_rec *rec, int *fd, bool *writable);
+
+#endif

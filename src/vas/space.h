@@ -1,0 +1,89 @@
+/* This process's view of exomem: the segments it has open and where each one's mapping is,
+ * and its attachments of VASes. One mutex guards it all (vas_switch changes the whole
+ * process anyway). */
+#ifndef EXOMEM_SPACE_H
+#define EXOMEM_SPACE_H
+
+#include <exomem/vas.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "os/os.h"
+#include "seg/segment.h"
+
+/* Where a segment's page tables are. Whatever the state, its base range is always mapped
+ * by exomem (a reservation, another segment, or itself), never a hole. */
+enum pseg_where {
+    PSEG_HIDDEN,    /* no page tables; the data is in the file only */
+    PSEG_VISIBLE,   /* mapped at its base, accessible */
+    PSEG_PARKED,    /* mapped and populated at park_addr, inaccessible */
+};
+
+struct pseg {
+    segid_t sid;
+    char name[EXOMEM_NAME_MAX + 1];
+    uint64_t base, size, page_size;
+    int fd;                     /* the data file; -1 after a failed reopen in a fork child */
+    bool fd_writable;
+    int refs;                   /* attachments that list it */
+    enum pseg_where where;
+    int access;                 /* when visible: 1 read, 2 read-write */
+    uint64_t park_addr;         /* reserved parking slot, 0 if none */
+    enum exo_lock_mode lock;    /* lock this process holds on it */
+};
+
+struct attach_seg {
+    struct pseg *ps;
+    int flags;                  /* SEG_RDONLY or SEG_RDWR */
+    bool local;                 /* added by seg_attach_local() */
+};
+
+struct attachment {
+    vhandle_t handle;           /* 0: slot free */
+    vasid_t vid;
+    char name[EXOMEM_NAME_MAX + 1];
+    segid_t heap;
+    unsigned nsegs;
+    struct attach_seg segs[VAS_SEGS_MAX];
+    uint64_t last_used;         /* LRU clock of the park area */
+};
+
+struct space {
+    pthread_mutex_t lock;
+    struct pseg **psegs;
+    size_t npsegs, cappsegs;
+    struct attachment att[VAS_ATTACH_MAX];
+    struct attachment *current; /* NULL: home */
+    vhandle_t next_handle;
+    uint64_t clock;
+    int engine;
+    bool locking;
+    struct vas_park_stats park;
+};
+
+/* The process's space, initialised on first use. Callers take space->lock. */
+struct space *exo_space(void);
+
+struct attachment *exo_space_find(struct space *s, vhandle_t vh);
+struct pseg *exo_space_pseg(struct space *s, segid_t sid);
+
+/* Open (or take another reference to) segment sid for an attachment needing `flags`
+ * access, reserving its base range. */
+int exo_pseg_get(struct space *s, segid_t sid, int flags, struct pseg **out);
+/* Drop a reference; the last one closes the file and gives back the address ranges. The
+ * segment must not be visible. */
+void exo_pseg_put(struct space *s, struct pseg *ps);
+
+/* Switch the process to attachment `to` (NULL: home), taking segment locks (waiting when
+ * `wait`). */
+int exo_space_switch(struct space *s, struct attachment *to, bool wait);
+
+/* Make one segment visible at its base (access 1 read, 2 read-write), or take it off. */
+int exo_space_show(struct space *s, struct pseg *ps, int access);
+void exo_space_hide(struct space *s, struct pseg *ps);
+
+/* Give up page tables of parked segments, least recently used attachments first, until
+ * the park area is within its bound. `keep` is never evicted. */
+void exo_space_trim_park(struct space *s, const struct attachment *keep);
+
+#endif

@@ -1,0 +1,280 @@
+/* vas_switch: segment locks, then page tables.
+ *
+ * Locks are taken in one global order (segment id) so two switching processes never
+ * deadlock. A visible segment is always locked; a segment is unlocked only after it is
+ * hidden or parked.
+ *
+ * Engines. remap: a switched-out segment is replaced by an inaccessible reservation and
+ * mapped again (MAP_POPULATE) on switch-in. park: its page tables are moved with
+ * mremap(MREMAP_FIXED|MREMAP_DONTUNMAP) to a parking slot whose address is congruent to the
+ * base modulo 1 GiB (the kernel then moves whole page-table levels), and moved back on
+ * switch-in. Neither the base nor the slot is ever a hole. hugetlb segments are never
+ * mremapped (it hung a process on this kernel); they re-map, which is cheap since their
+ * pages stay in the file. Every segment is file-backed, so hiding is always a safe
+ * fallback: only its page tables are lost. */
+#include "vas/space.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PARK_MODULUS (UINT64_C(1) << 30)
+
+/* The lock an attachment needs on one of its segments. */
+static enum exo_lock_mode lock_for(int flags)
+{
+    return flags == SEG_RDONLY ? EXO_LOCK_SHARED : EXO_LOCK_EXCLUSIVE;
+}
+
+static const struct attach_seg *find_in(const struct attachment *a, const struct pseg *ps)
+{
+    if (!a)
+        return NULL;
+    for (unsigned i = 0; i < a->nsegs; i++)
+        if (a->segs[i].ps == ps)
+            return &a->segs[i];
+    return NULL;
+}
+
+static int cmp_sid(const void *a, const void *b)
+{
+    const struct attach_seg *x = a, *y = b;
+    return x->ps->sid < y->ps->sid ? -1 : x->ps->sid > y->ps->sid;
+}
+
+struct lock_step {
+    struct pseg *ps;
+    enum exo_lock_mode before;
+};
+
+/* Bring the locks of `to`'s segments to their modes, in segment-id order, keeping the
+ * others. On failure every lock is back as it was. */
+static int acquire(struct space *s, const struct attachment *to, bool wait)
+{
+    if (!to || !s->locking)
+        return 0;
+    struct attach_seg order[VAS_SEGS_MAX];
+    struct lock_step done[VAS_SEGS_MAX];
+    unsigned n = to->nsegs, ndone = 0;
+    memcpy(order, to->segs, n * sizeof order[0]);
+    qsort(order, n, sizeof order[0], cmp_sid);
+    int rc = 0;
+    for (unsigned i = 0; i < n && !rc; i++) {
+        struct pseg *ps = order[i].ps;
+        enum exo_lock_mode want = lock_for(order[i].flags);
+        if (ps->lock == want)
+            continue;
+        if (ps->fd < 0) {
+            rc = exo_fail(EXO_EIO, "segment '%s' could not be reopened after fork", ps->name);
+            break;
+        }
+        rc = exo_os_lock(ps->fd, want, wait);
+        if (rc == 0) {
+            done[ndone++] = (struct lock_step){ps, ps->lock};
+            ps->lock = want;
+        } else if (rc == -EXO_EBUSY) {
+            rc = exo_fail(EXO_EBUSY, "segment '%s' is locked by another process", ps->name);
+        } else {
+            rc = exo_fail(-rc, "cannot lock segment '%s'", ps->name);
+        }
+    }
+    if (rc) {
+        while (ndone > 0) {
+            struct lock_step *st = &done[--ndone];
+            /* Going back to a weaker mode never waits. */
+            exo_os_lock(st->ps->fd, st->before, false);
+            st->ps->lock = st->before;
+        }
+    }
+    return rc;
+}
+
+static void release_unless_in(struct space *s, const struct attachment *keep)
+{
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *ps = s->psegs[i];
+        if (ps->lock != EXO_LOCK_NONE && !find_in(keep, ps)) {
+            exo_os_unlock(ps->fd);
+            ps->lock = EXO_LOCK_NONE;
+        }
+    }
+}
+
+static bool parkable(const struct space *s, const struct pseg *ps)
+{
+    return s->engine == VAS_ENGINE_PARK && ps->page_size == SEG_PAGE_4K;
+}
+
+/* Take a segment off its base: park its page tables, or drop them. */
+static void switch_out(struct space *s, struct pseg *ps)
+{
+    if (parkable(s, ps) && ps->park_addr &&
+        exo_os_move(ps->base, ps->park_addr, ps->size) == 0) {
+        ps->where = PSEG_PARKED;
+        s->park.parked_bytes += ps->size;
+        s->park.moves++;
+        return;
+    }
+    exo_os_hide(ps->base, ps->size);
+    ps->where = PSEG_HIDDEN;
+}
+
+/* Put a segment on its base with the given access (1 read, 2 read-write). */
+int exo_space_show(struct space *s, struct pseg *ps, int access)
+{
+    if (ps->where == PSEG_VISIBLE) {
+        if (ps->access != access) {
+            int rc = exo_os_protect(ps->base, ps->size, access);
+            if (rc)
+                return rc;
+            ps->access = access;
+        }
+        return 0;
+    }
+    if (ps->where == PSEG_PARKED) {
+        s->park.parked_bytes -= ps->size;
+        ps->where = PSEG_HIDDEN;
+        if (exo_os_move(ps->park_addr, ps->base, ps->size) == 0 &&
+            exo_os_protect(ps->base, ps->size, access) == 0) {
+            s->park.moves++;
+            ps->where = PSEG_VISIBLE;
+            ps->access = access;
+            return 0;
+        }
+        exo_os_hide(ps->park_addr, ps->size); /* the data is safe in the file */
+    }
+    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->size, access == 2, true);
+    if (rc) {
+        exo_os_hide(ps->base, ps->size);
+        return exo_fail(-rc, "segment '%s': cannot map at %#llx", ps->name,
+                        (unsigned long long)ps->base);
+    }
+    s->park.maps++;
+    ps->where = PSEG_VISIBLE;
+    ps->access = access;
+    return 0;
+}
+
+void exo_space_hide(struct space *s, struct pseg *ps)
+{
+    (void)s;
+    if (ps->where == PSEG_VISIBLE) {
+        exo_os_hide(ps->base, ps->size);
+        ps->where = PSEG_HIDDEN;
+    }
+    if (ps->lock != EXO_LOCK_NONE && ps->fd >= 0) {
+        exo_os_unlock(ps->fd);
+        ps->lock = EXO_LOCK_NONE;
+    }
+}
+
+/* Give every segment that will be parked a slot before anything moves, so that running out
+ * of address space fails the switch cleanly. */
+static int reserve_slots(struct space *s, const struct attachment *from,
+                         const struct attachment *to)
+{
+    if (!from)
+        return 0;
+    for (unsigned i = 0; i < from->nsegs; i++) {
+        struct pseg *ps = from->segs[i].ps;
+        if (find_in(to, ps) || !parkable(s, ps) || ps->park_addr)
+            continue;
+        int rc = exo_os_reserve_congruent(ps->size, ps->base, PARK_MODULUS, &ps->park_addr);
+        if (rc)
+            return exo_fail(-rc, "segment '%s': no address space left to park it", ps->name);
+    }
+    return 0;
+}
+
+static int remap_all(struct space *s, struct attachment *from, struct attachment *to)
+{
+    if (from)
+        for (unsigned i = 0; i < from->nsegs; i++)
+            if (!find_in(to, from->segs[i].ps) && from->segs[i].ps->where == PSEG_VISIBLE)
+                switch_out(s, from->segs[i].ps);
+    int rc = 0;
+    if (to)
+        for (unsigned i = 0; i < to->nsegs && !rc; i++)
+            rc = exo_space_show(s, to->segs[i].ps, to->segs[i].flags == SEG_RDONLY ? 1 : 2);
+    return rc;
+}
+
+static void stamp(struct space *s, struct attachment *a)
+{
+    if (a)
+        a->last_used = ++s->clock;
+}
+
+int exo_space_switch(struct space *s, struct attachment *to, bool wait)
+{
+    struct attachment *from = s->current;
+    if (from == to)
+        return 0;
+    int rc = reserve_slots(s, from, to);
+    if (rc)
+        return rc;
+    rc = acquire(s, to, false);
+    if (rc == -EXO_EBUSY && wait) {
+        /* Holding locks while waiting for others could deadlock against a process that
+         * waits in the other order: go home first, drop everything, then wait in order. */
+        remap_all(s, from, NULL);
+        release_unless_in(s, NULL);
+        stamp(s, from);
+        s->current = NULL;
+        from = NULL;
+        rc = acquire(s, to, true);
+    }
+    if (rc)
+        return rc;
+    rc = remap_all(s, from, to);
+    if (rc) {
+        /* Mapping failed (out of memory): end at home, holding nothing. */
+        for (size_t i = 0; i < s->npsegs; i++)
+            if (s->psegs[i]->where == PSEG_VISIBLE)
+                switch_out(s, s->psegs[i]);
+        release_unless_in(s, NULL);
+        stamp(s, from);
+        s->current = NULL;
+        return rc;
+    }
+    release_unless_in(s, to);
+    stamp(s, from);
+    stamp(s, to);
+    s->current = to;
+    exo_space_trim_park(s, to);
+    return 0;
+}
+
+static uint64_t parked_bytes_of(const struct attachment *a, const struct attachment *keep)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < a->nsegs; i++)
+        if (a->segs[i].ps->where == PSEG_PARKED && !find_in(keep, a->segs[i].ps))
+            n += a->segs[i].ps->size;
+    return n;
+}
+
+void exo_space_trim_park(struct space *s, const struct attachment *keep)
+{
+    while (s->park.parked_bytes > s->park.limit_bytes) {
+        struct attachment *victim = NULL;
+        for (size_t i = 0; i < VAS_ATTACH_MAX; i++) {
+            struct attachment *a = &s->att[i];
+            if (!a->handle || a == keep || parked_bytes_of(a, keep) == 0)
+                continue;
+            if (!victim || a->last_used < victim->last_used)
+                victim = a;
+        }
+        if (!victim)
+            return;
+        for (unsigned i = 0; i < victim->nsegs; i++) {
+            struct pseg *ps = victim->segs[i].ps;
+            if (ps->where != PSEG_PARKED || find_in(keep, ps))
+                continue;
+            exo_os_hide(ps->park_addr, ps->size);
+            ps->where = PSEG_HIDDEN;
+            s->park.parked_bytes -= ps->size;
+        }
+        s->park.evictions++;
+    }
+}
