@@ -252,7 +252,8 @@ int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
         out[n++] = id;
     }
     closedir(d);
-    qsort(out, n, sizeof *out, compare_ids);
+    if (n)
+        qsort(out, n, sizeof *out, compare_ids);
     *ids = out;
     *count = n;
     return 0;
