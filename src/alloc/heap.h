@@ -21,7 +21,10 @@ struct exo_heap;
  * or its size disagrees, -EXO_EINVAL if size is too small to hold a heap. */
 int exo_heap_open(void *base, size_t size, struct exo_heap **out);
 
-/* The allocation calls set *code to 0 or a negative exomem code when they return NULL. */
+/* The allocation calls set *code (code may be NULL) to 0, or to a negative exomem code when
+ * they return NULL: -EXO_ENOMEM (also for sizes near SIZE_MAX, which never wrap), -EXO_EINVAL
+ * (bad alignment, foreign pointer), -EXO_ECORRUPT. exo_heap_realloc(h, NULL, n) allocates;
+ * exo_heap_realloc(h, p, 0) frees p and returns NULL with *code 0; on failure p is kept. */
 void *exo_heap_malloc(struct exo_heap *h, size_t size, int *code);
 void *exo_heap_memalign(struct exo_heap *h, size_t align, size_t size, int *code);
 void *exo_heap_realloc(struct exo_heap *h, void *p, size_t size, int *code);

@@ -1,0 +1,649 @@
+/* A heap inside one memory region, with absolute pointers (see heap.h).
+ *
+ * Layout: [header][prologue footer][chunk][chunk]...[epilogue header]. Every chunk starts at
+ * an address that is 8 mod 16 with a one-word header tag and ends with an identical footer
+ * tag, so its payload (chunk + 8) is 16-aligned and both neighbours can be found from it.
+ * A tag is the chunk size (a multiple of 16) | TAG_MARK | TAG_INUSE. Free chunks keep two
+ * links after the header (next at +8, prev at +16) and sit in one of NBINS segregated,
+ * doubly linked, LIFO lists: exact 16-byte classes below SMALL_LIMIT, then a few classes
+ * per power of two (see bin_of). A bitmap of non-empty lists finds the next usable list fast.
+ *
+ * Crash safety: a process may die (SIGKILL) while holding the mutex. The chunk HEADERS are
+ * the source of truth and every change is ordered so that a walk over them from the first
+ * chunk always sees a valid tiling: a new chunk's tags are written before the one store to
+ * the old chunk's header that makes it part of the tiling. Footers and free lists may be
+ * stale after a death; the next locker rebuilds them from a header walk.
+ */
+#include "alloc/heap.h"
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#define HEAP_MAGIC UINT64_C(0x5041454821584f45)  /* a formatted heap */
+#define HEAP_BUSY UINT64_C(0x474e495454414d46)   /* being formatted by another thread */
+#define HEAP_VERSION 1
+
+#define NBINS 320
+#define SMALL_LIMIT 1024   /* chunk sizes below this have exact-size bins */
+#define MIN_CHUNK 32       /* header, two links, footer */
+#define OVERHEAD 16        /* header + footer */
+
+#define TAG_INUSE UINT64_C(1)
+#define TAG_MARK UINT64_C(6)      /* fixed bits that garbage rarely has */
+#define TAG_LOW UINT64_C(15)
+
+/* Words of heap metadata may overlay user data of earlier chunks: allow any aliasing. */
+typedef uint64_t __attribute__((may_alias)) word_t;
+#define W(p) (*(word_t *)(void *)(p))
+
+struct exo_heap {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t header_size;
+    uint64_t base;
+    uint64_t size;
+    char *first;                /* first chunk */
+    char *end;                  /* epilogue tag: one past the last chunk */
+    void *root;
+    uint64_t owner_deaths;
+    uint64_t rebuilds;
+    pthread_mutex_t lock;
+    uint64_t binmap[NBINS / 64];
+    char *bins[NBINS];
+};
+
+#define MIN_REGION (sizeof(struct exo_heap) + 16 + MIN_CHUNK + 32)
+
+/* Stores before this become visible (to a crash) before stores after it. */
+static inline void commit_order(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline size_t tag_size(uint64_t t) { return (size_t)(t & ~TAG_LOW); }
+static inline bool tag_inuse(uint64_t t) { return (t & TAG_INUSE) != 0; }
+static inline bool tag_marked(uint64_t t) { return (t & (TAG_LOW & ~TAG_INUSE)) == TAG_MARK; }
+static inline uint64_t make_tag(size_t size, bool inuse) { return size | TAG_MARK | inuse; }
+
+/* Write c's footer, then its header (the header store is what the tiling sees). */
+static void set_tags(char *c, size_t size, bool inuse)
+{
+    uint64_t t = make_tag(size, inuse);
+    W(c + size - 8) = t;
+    commit_order();
+    W(c) = t;
+}
+
+/* Is t a plausible tag for a chunk at c (size in bounds)? */
+static bool tag_fits(const struct exo_heap *h, const char *c, uint64_t t)
+{
+    size_t sz = tag_size(t);
+    return tag_marked(t) && sz >= MIN_CHUNK && sz <= (size_t)(h->end - c);
+}
+
+/* Exact bins below 1 KiB; 16 bins per power of two up to 64 KiB (where most requests of
+ * typical programs fall, so first-fit scans stay short); 4 per power of two beyond. */
+static unsigned bin_of(size_t size)
+{
+    if (size < SMALL_LIMIT)
+        return (unsigned)(size >> 4);
+    unsigned lg = 63u - (unsigned)__builtin_clzll(size);
+    unsigned i;
+    if (lg < 16)
+        i = 64u + (lg - 10u) * 16u + (unsigned)((size >> (lg - 4u)) & 15u);
+    else
+        i = 160u + (lg - 16u) * 4u + (unsigned)((size >> (lg - 2u)) & 3u);
+    return i < NBINS ? i : NBINS - 1;
+}
+
+static inline char *link_next(const char *c) { return (char *)(uintptr_t)W(c + 8); }
+static inline char *link_prev(const char *c) { return (char *)(uintptr_t)W(c + 16); }
+
+static void bin_insert(struct exo_heap *h, char *c, size_t size)
+{
+    unsigned i = bin_of(size);
+    char *head = h->bins[i];
+    W(c + 8) = (uintptr_t)head;
+    W(c + 16) = 0;
+    if (head)
+        W(head + 16) = (uintptr_t)c;
+    else
+        h->binmap[i / 64] |= UINT64_C(1) << (i % 64);
+    h->bins[i] = c;
+}
+
+/* Unlink free chunk c, which was inserted with this size. */
+static void bin_remove(struct exo_heap *h, char *c, size_t size)
+{
+    char *next = link_next(c), *prev = link_prev(c);
+    if (prev) {
+        W(prev + 8) = (uintptr_t)next;
+    } else {
+        unsigned i = bin_of(size);
+        h->bins[i] = next;
+        if (!next)
+            h->binmap[i / 64] &= ~(UINT64_C(1) << (i % 64));
+    }
+    if (next)
+        W(next + 16) = (uintptr_t)prev;
+}
+
+/* First non-empty bin at or after i, or NBINS. */
+static unsigned next_nonempty(const struct exo_heap *h, unsigned i)
+{
+    for (unsigned w = i / 64; w < NBINS / 64; w++) {
+        uint64_t m = h->binmap[w];
+        if (w == i / 64)
+            m &= ~UINT64_C(0) << (i % 64);
+        if (m)
+            return w * 64 + (unsigned)__builtin_ctzll(m);
+    }
+    return NBINS;
+}
+
+/* Unlink and return a free chunk of at least `need` bytes, or NULL. Exact small bins are
+ * O(1); the request's own large bin is searched first-fit; any chunk of a higher bin fits. */
+static char *take_fit(struct exo_heap *h, size_t need)
+{
+    unsigned i = bin_of(need);
+    for (char *c = h->bins[i]; c; c = link_next(c)) {
+        size_t sz = tag_size(W(c));
+        if (sz >= need) {
+            bin_remove(h, c, sz);
+            return c;
+        }
+        if (i < SMALL_LIMIT / 16)
+            break;
+    }
+    i = next_nonempty(h, i + 1);
+    if (i >= NBINS)
+        return NULL;
+    char *c = h->bins[i];
+    bin_remove(h, c, tag_size(W(c)));
+    return c;
+}
+
+/* Make the unlinked free chunk c an allocation of `need` bytes; a tail big enough to be a
+ * chunk goes back to the bins (its next neighbour is in use: free chunks never touch). */
+static void carve(struct exo_heap *h, char *c, size_t need)
+{
+    size_t sz = tag_size(W(c));
+    if (sz - need >= MIN_CHUNK) {
+        char *rest = c + need;
+        set_tags(rest, sz - need, false);
+        set_tags(c, need, true);
+        bin_insert(h, rest, sz - need);
+    } else {
+        set_tags(c, sz, true);
+    }
+}
+
+/* Put chunk c, whose header is already marked free, into the bins, merged with free
+ * neighbours. */
+static void release(struct exo_heap *h, char *c)
+{
+    size_t sz = tag_size(W(c));
+    uint64_t nt = W(c + sz);
+    if (!tag_inuse(nt)) {
+        bin_remove(h, c + sz, tag_size(nt));
+        sz += tag_size(nt);
+    }
+    uint64_t pt = W(c - 8);
+    if (!tag_inuse(pt)) {
+        c -= tag_size(pt);
+        bin_remove(h, c, tag_size(pt));
+        sz += tag_size(pt);
+    }
+    set_tags(c, sz, false);
+    bin_insert(h, c, sz);
+}
+
+/* The chunk of user pointer p if p is a live allocation of h, else NULL. */
+static char *live_chunk(const struct exo_heap *h, const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    if ((u & 15) || u < (uintptr_t)h->first + 8 || u >= (uintptr_t)h->end)
+        return NULL;
+    char *c = (char *)p - 8;
+    uint64_t t = W(c);
+    if (!tag_inuse(t) || !tag_fits(h, c, t) || W(c + tag_size(t) - 8) != t)
+        return NULL;
+    return c;
+}
+
+/* Are the tags around live chunk c sound enough to merge with? */
+static bool neighbours_sound(const struct exo_heap *h, const char *c)
+{
+    const char *n = c + tag_size(W(c));
+    uint64_t nt = W(n);
+    if (n == h->end ? nt != make_tag(0, true) : !tag_fits(h, n, nt))
+        return false;
+    uint64_t pt = W(c - 8);
+    if (c == h->first)
+        return pt == make_tag(0, true);
+    size_t psz = tag_size(pt);
+    if (!tag_marked(pt) || psz < MIN_CHUNK || psz > (size_t)(c - h->first))
+        return false;
+    return tag_inuse(pt) || W(c - psz) == pt;   /* a free one is about to be merged */
+}
+
+/* Chunk size for a request of n bytes; false when no chunk of h could ever hold it. */
+static bool chunk_need(const struct exo_heap *h, size_t n, size_t *need)
+{
+    if (n > (size_t)(h->end - h->first))
+        return false;
+    size_t sz = (n + OVERHEAD + 15) & ~(size_t)15;
+    *need = sz < MIN_CHUNK ? MIN_CHUNK : sz;
+    return true;
+}
+
+/* ---- consistency check and repair ---- */
+
+/* Walk the tiling by headers only; 0 if it reaches the epilogue exactly. */
+static int walk_headers(const struct exo_heap *h)
+{
+    if (W(h->first - 8) != make_tag(0, true) || W(h->end) != make_tag(0, true))
+        return -EXO_ECORRUPT;
+    for (char *c = h->first; c != h->end; c += tag_size(W(c)))
+        if (!tag_fits(h, c, W(c)))
+            return -EXO_ECORRUPT;
+    return 0;
+}
+
+static int check_locked(const struct exo_heap *h, struct seg_heap_stats *st)
+{
+    struct seg_heap_stats s = {.heap_bytes = (uint64_t)(h->end - h->first)};
+    if (walk_headers(h))
+        return -EXO_ECORRUPT;
+    bool prev_free = false;
+    for (char *c = h->first; c != h->end; c += tag_size(W(c))) {
+        uint64_t t = W(c);
+        if (W(c + tag_size(t) - 8) != t || (!tag_inuse(t) && prev_free))
+            return -EXO_ECORRUPT;   /* torn tags, or two free neighbours not merged */
+        prev_free = !tag_inuse(t);
+        if (prev_free) {
+            s.free_bytes += tag_size(t);
+            s.free_chunks++;
+        } else {
+            s.used_bytes += tag_size(t);
+            s.allocations++;
+        }
+    }
+    uint64_t listed = 0, listed_bytes = 0;
+    for (unsigned i = 0; i < NBINS; i++) {
+        bool bit = (h->binmap[i / 64] >> (i % 64)) & 1;
+        if (bit != (h->bins[i] != NULL))
+            return -EXO_ECORRUPT;
+        char *prev = NULL;
+        for (char *c = h->bins[i]; c; prev = c, c = link_next(c)) {
+            uintptr_t u = (uintptr_t)c;
+            if ((u & 15) != 8 || c < h->first || c >= h->end || ++listed > s.free_chunks)
+                return -EXO_ECORRUPT;
+            uint64_t t = W(c);
+            if (tag_inuse(t) || !tag_fits(h, c, t) || bin_of(tag_size(t)) != i ||
+                link_prev(c) != prev)
+                return -EXO_ECORRUPT;
+            listed_bytes += tag_size(t);
+        }
+    }
+    if (listed != s.free_chunks || listed_bytes != s.free_bytes)
+        return -EXO_ECORRUPT;
+    if (st)
+        *st = s;
+    return 0;
+}
+
+/* Rebuild footers and free lists from the headers, merging free neighbours. */
+static int rebuild(struct exo_heap *h)
+{
+    if (walk_headers(h))
+        return -EXO_ECORRUPT;
+    memset(h->bins, 0, sizeof h->bins);
+    memset(h->binmap, 0, sizeof h->binmap);
+    char *run = NULL;   /* start of the current run of free chunks */
+    for (char *c = h->first;; ) {
+        uint64_t t = c == h->end ? make_tag(0, true) : W(c);
+        if (!tag_inuse(t) && run) {
+            W(run) = make_tag((size_t)(c - run) + tag_size(t), false);
+        } else if (!tag_inuse(t)) {
+            run = c;
+        } else if (run) {
+            set_tags(run, (size_t)(c - run), false);
+            bin_insert(h, run, (size_t)(c - run));
+            run = NULL;
+        }
+        if (c == h->end)
+            break;
+        if (tag_inuse(t))
+            W(c + tag_size(t) - 8) = t;
+        c += tag_size(t);
+    }
+    h->rebuilds++;
+    return check_locked(h, NULL);
+}
+
+/* Take the heap's mutex; if its last holder died, make the heap consistent first. */
+static int heap_lock(struct exo_heap *h)
+{
+    int rc = pthread_mutex_lock(&h->lock);
+    if (rc == 0)
+        return 0;
+    if (rc != EOWNERDEAD)
+        return -EXO_ECORRUPT;   /* ENOTRECOVERABLE: an earlier repair failed */
+    h->owner_deaths++;
+    if (check_locked(h, NULL) != 0 && rebuild(h) != 0) {
+        /* Unlocking without pthread_mutex_consistent() marks the mutex unrecoverable. */
+        pthread_mutex_unlock(&h->lock);
+        return -EXO_ECORRUPT;
+    }
+    pthread_mutex_consistent(&h->lock);
+    return 0;
+}
+
+/* ---- opening ---- */
+
+/* Where the chunks of a heap over [base, base+size) begin and end. */
+static void layout(uintptr_t base, size_t size, char **first, char **end)
+{
+    *first = (char *)(((base + sizeof(struct exo_heap) + 15) & ~(uintptr_t)15) + 8);
+    *end = (char *)(((base + size) & ~(uintptr_t)15) - 8);
+}
+
+static void heap_format(struct exo_heap *h, char *base, size_t size)
+{
+    h->version = HEAP_VERSION;
+    h->header_size = sizeof *h;
+    h->base = (uintptr_t)base;
+    h->size = size;
+    layout((uintptr_t)base, size, &h->first, &h->end);
+    W(h->first - 8) = make_tag(0, true);   /* prologue: an in-use "footer" before the first */
+    W(h->end) = make_tag(0, true);
+    set_tags(h->first, (size_t)(h->end - h->first), false);
+    bin_insert(h, h->first, (size_t)(h->end - h->first));
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&h->lock, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+static bool header_zero(const struct exo_heap *h)
+{
+    const unsigned char *b = (const unsigned char *)h;
+    for (size_t i = 0; i < sizeof *h; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
+static int region_ok(const void *base, size_t size)
+{
+    uintptr_t b = (uintptr_t)base;
+    if (!base || (b & 15) || size < MIN_REGION || size > UINTPTR_MAX - b)
+        return -EXO_EINVAL;
+    return 0;
+}
+
+static int validate(const struct exo_heap *h, const void *base, size_t size)
+{
+    char *first, *end;
+    layout((uintptr_t)base, size, &first, &end);
+    if (h->magic != HEAP_MAGIC || h->version != HEAP_VERSION || h->header_size != sizeof *h ||
+        h->base != (uintptr_t)base || h->size != size || h->first != first || h->end != end)
+        return -EXO_ECORRUPT;
+    return 0;
+}
+
+/* Wait for a concurrent formatter to finish; false if it seems to have died. */
+static bool wait_formatted(struct exo_heap *h)
+{
+    for (int i = 0; i < 4000; i++) {
+        if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != HEAP_BUSY)
+            return true;
+        struct timespec ts = {0, 250000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+int exo_heap_open(void *base, size_t size, struct exo_heap **out)
+{
+    int rc = region_ok(base, size);
+    if (rc)
+        return rc;
+    struct exo_heap *h = base;
+    uint64_t m = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (m == 0 && header_zero(h)) {
+        uint64_t zero = 0;
+        if (__atomic_compare_exchange_n(&h->magic, &zero, HEAP_BUSY, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_ACQUIRE)) {
+            heap_format(h, base, size);
+            __atomic_store_n(&h->magic, HEAP_MAGIC, __ATOMIC_RELEASE);
+        }
+        m = HEAP_BUSY;
+    }
+    if (m == HEAP_BUSY && !wait_formatted(h))
+        return -EXO_ECORRUPT;
+    rc = validate(h, base, size);
+    if (rc == 0)
+        *out = h;
+    return rc;
+}
+
+int exo_heap_open_ro(const void *base, size_t size, struct exo_heap **out)
+{
+    int rc = region_ok(base, size);
+    if (rc)
+        return rc;
+    const struct exo_heap *h = base;
+    if (header_zero(h)) {
+        *out = NULL;
+        return 0;
+    }
+    rc = validate(h, base, size);
+    if (rc == 0)
+        *out = (struct exo_heap *)(uintptr_t)base;
+    return rc;
+}
+
+/* ---- allocation ---- */
+
+/* Return p, with *code (if asked for) 0 for success or rc for failure. */
+static void *result(int *code, int rc, void *p)
+{
+    if (code)
+        *code = rc;
+    return p;
+}
+
+static void *fail(int *code, int rc)
+{
+    return result(code, rc, NULL);
+}
+
+void *exo_heap_malloc(struct exo_heap *h, size_t size, int *code)
+{
+    size_t need;
+    if (!chunk_need(h, size, &need))
+        return fail(code, -EXO_ENOMEM);
+    int rc = heap_lock(h);
+    if (rc)
+        return fail(code, rc);
+    char *c = take_fit(h, need);
+    if (c)
+        carve(h, c, need);
+    pthread_mutex_unlock(&h->lock);
+    return c ? result(code, 0, c + 8) : fail(code, -EXO_ENOMEM);
+}
+
+void *exo_heap_memalign(struct exo_heap *h, size_t align, size_t size, int *code)
+{
+    if (align == 0 || (align & (align - 1)))
+        return fail(code, -EXO_EINVAL);
+    if (align <= 16)
+        return exo_heap_malloc(h, size, code);
+    size_t need, area = (size_t)(h->end - h->first);
+    if (align > area || !chunk_need(h, size, &need) || need > area - align)
+        return fail(code, -EXO_ENOMEM);
+    int rc = heap_lock(h);
+    if (rc)
+        return fail(code, rc);
+    /* Room for the request plus a front gap that is either 0 or a whole free chunk. */
+    char *c = take_fit(h, need + align + MIN_CHUNK);
+    if (c) {
+        uintptr_t payload = ((uintptr_t)c + 8 + align - 1) & ~(uintptr_t)(align - 1);
+        size_t gap = payload - 8 - (uintptr_t)c;
+        if (gap && gap < MIN_CHUNK)
+            gap += align;
+        if (gap) {
+            size_t sz = tag_size(W(c));
+            set_tags(c + gap, sz - gap, false);
+            set_tags(c, gap, false);
+            bin_insert(h, c, gap);
+            c += gap;
+        }
+        carve(h, c, need);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return c ? result(code, 0, c + 8) : fail(code, -EXO_ENOMEM);
+}
+
+/* Resize chunk c in place if it can be done; caller holds the lock. */
+static bool resize_in_place(struct exo_heap *h, char *c, size_t need)
+{
+    size_t sz = tag_size(W(c));
+    if (need <= sz) {
+        if (sz - need >= MIN_CHUNK) {
+            char *rest = c + need;
+            set_tags(rest, sz - need, false);
+            set_tags(c, need, true);
+            release(h, rest);
+        }
+        return true;
+    }
+    uint64_t nt = W(c + sz);
+    if (tag_inuse(nt) || sz + tag_size(nt) < need)
+        return false;
+    size_t total = sz + tag_size(nt);
+    bin_remove(h, c + sz, tag_size(nt));
+    if (total - need >= MIN_CHUNK) {
+        set_tags(c + need, total - need, false);
+        set_tags(c, need, true);
+        bin_insert(h, c + need, total - need);
+    } else {
+        set_tags(c, total, true);
+    }
+    return true;
+}
+
+void *exo_heap_realloc(struct exo_heap *h, void *p, size_t size, int *code)
+{
+    if (!p)
+        return exo_heap_malloc(h, size, code);
+    if (size == 0)
+        return fail(code, exo_heap_free(h, p));
+    size_t need;
+    if (!chunk_need(h, size, &need))
+        return fail(code, -EXO_ENOMEM);
+    int rc = heap_lock(h);
+    if (rc)
+        return fail(code, rc);
+    char *c = live_chunk(h, p);
+    if (!c || !neighbours_sound(h, c)) {
+        pthread_mutex_unlock(&h->lock);
+        return fail(code, c ? -EXO_ECORRUPT : -EXO_EINVAL);
+    }
+    size_t old_usable = tag_size(W(c)) - OVERHEAD;
+    bool done = resize_in_place(h, c, need);
+    pthread_mutex_unlock(&h->lock);
+    if (done)
+        return result(code, 0, p);
+    void *q = exo_heap_malloc(h, size, code);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old_usable);
+    exo_heap_free(h, p);
+    return q;
+}
+
+int exo_heap_free(struct exo_heap *h, void *p)
+{
+    if (!p)
+        return 0;
+    int rc = heap_lock(h);
+    if (rc)
+        return rc;
+    char *c = live_chunk(h, p);
+    if (!c)
+        rc = -EXO_EINVAL;
+    else if (!neighbours_sound(h, c))
+        rc = -EXO_ECORRUPT;
+    if (rc == 0) {
+        /* Mark the header free first: a stale copy of p can then never be freed again. */
+        W(c) = make_tag(tag_size(W(c)), false);
+        release(h, c);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+size_t exo_heap_usable_size(struct exo_heap *h, void *p)
+{
+    /* No lock: only the owner of a live chunk changes its tags. */
+    char *c = p ? live_chunk(h, p) : NULL;
+    return c ? tag_size(W(c)) - OVERHEAD : 0;
+}
+
+int exo_heap_owns(struct exo_heap *h, const void *p)
+{
+    return (const char *)p >= h->first && (const char *)p < h->end;
+}
+
+int exo_heap_set_root(struct exo_heap *h, void *root)
+{
+    __atomic_store_n(&h->root, root, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void *exo_heap_get_root(struct exo_heap *h)
+{
+    return __atomic_load_n(&h->root, __ATOMIC_ACQUIRE);
+}
+
+int exo_heap_check(struct exo_heap *h, struct seg_heap_stats *st)
+{
+    int rc = heap_lock(h);
+    if (rc)
+        return rc;
+    rc = check_locked(h, st);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+int exo_heap_check_nolock(struct exo_heap *h, struct seg_heap_stats *st)
+{
+    return check_locked(h, st);
+}
+
+void exo_heap_recoveries(struct exo_heap *h, uint64_t *owner_deaths, uint64_t *rebuilds)
+{
+    if (owner_deaths)
+        *owner_deaths = __atomic_load_n(&h->owner_deaths, __ATOMIC_RELAXED);
+    if (rebuilds)
+        *rebuilds = __atomic_load_n(&h->rebuilds, __ATOMIC_RELAXED);
+}
+
+int exo_heap_test_hold(struct exo_heap *h, int drop_free_lists)
+{
+    int rc = heap_lock(h);
+    if (rc == 0 && drop_free_lists) {
+        memset(h->bins, 0, sizeof h->bins);
+        memset(h->binmap, 0, sizeof h->binmap);
+    }
+    return rc;
+}
