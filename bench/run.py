@@ -1,0 +1,528 @@
+#!/usr/bin/python3
+"""The one benchmark driver: runs the programs in BUILD/bench, aggregates what they print and
+writes report/results.json and report/index.html (with PNG plots, see report.py).
+
+    python3 bench/run.py --build BUILD --out report [--quick] [--only bench_a,bench_b]
+    python3 bench/run.py --selftest
+
+Protocol for a benchmark program (bench/*.c): one JSON object per stdout line,
+    {"name": N, "unit": U, "value": V, "params": {...}}            one measurement (a repeat)
+    ... "baseline": "other_name"                                 compare with that measurement
+    ... "baseline_params": {...}                                 ... taken with these params
+    {"name": "skip", "params": {...}, "reason": "..."}           something it could not measure
+Repeats of one (program, name, unit, params) give median, min and max. With a baseline,
+ratio = median / baseline median and "cheaper" = how many times cheaper (1/ratio for times,
+ratio for rates such as ops/s). Other stdout lines are ignored; stderr is kept for the
+report. With --quick the driver passes --quick to every program, which must then finish in
+well under a minute or two.
+Each program runs with its own temporary EXOMEM_ROOT under /dev/shm, removed afterwards.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import report  # noqa: E402 (html, plots, number formatting; matplotlib only when plotting)
+from report import fmt_bytes, fmt_num, convert as to_unit  # noqa: E402
+
+# The known programs in report order; any other executable in BUILD/bench runs after them.
+KNOWN_PROGRAMS = ["bench_pagetables", "bench_ctxswitch", "bench_switch", "bench_lock",
+                  "bench_alloc"]
+
+# Report sections: (key, title). An entry lands in its program's section; a program not
+# listed here goes by the measurement's name prefix, else to "other".
+SECTIONS = [
+    ("fig1", "Figure 1: page-table build and removal cost"),
+    ("table2", "Table 2: vas_switch cost"),
+    ("lock", "Lock cost"),
+    ("alloc", "Allocator"),
+    ("other", "Other"),
+]
+SECTION_BY_PROGRAM = {"bench_pagetables": "fig1", "bench_ctxswitch": "table2",
+                      "bench_switch": "table2", "bench_lock": "lock", "bench_alloc": "alloc"}
+SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", "table2"),
+                          ("vas_switch", "table2"), ("mmap_populate", "table2")]
+# Where in the paper a paper number comes from -> the section it is shown in.
+SECTION_BY_PAPER_PLACE = [("Figure 1", "fig1"), ("Table 2", "table2")]
+
+GIB = 1 << 30
+
+# The two targets of Table 2 (from the project brief).
+TARGET_CHEAPER_THAN_MMAP = 1000.0   # park switch >= this many times cheaper than mmap 1 GiB
+TARGET_WITHIN_CTXSWITCH = 5.0       # park switch <= this many process context switches
+
+
+# ---------------------------------------------------------------------------------------
+# machine facts
+
+def read_text(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def hugepage_pools():
+    """{"vm.nr_hugepages": n, "2048kB": {"nr": n, "free": f}, ...} as the kernel shows them."""
+    pools = {"vm.nr_hugepages": read_text("/proc/sys/vm/nr_hugepages")}
+    for d in sorted(glob.glob("/sys/kernel/mm/hugepages/hugepages-*")):
+        size = os.path.basename(d).split("-", 1)[1]
+        pools[size] = {"nr": read_text(d + "/nr_hugepages"),
+                       "free": read_text(d + "/free_hugepages")}
+    return pools
+
+
+def machine_facts():
+    cpu = "unknown"
+    for line in (read_text("/proc/cpuinfo", "") or "").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem = "unknown"
+    for line in (read_text("/proc/meminfo", "") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            kib = int(line.split()[1])
+            mem = "%d kB (%.1f GiB)" % (kib, kib / 1048576.0)
+            break
+    thp = read_text("/sys/kernel/mm/transparent_hugepage/enabled", "unknown")
+    if "[" in thp:
+        thp = thp[thp.index("[") + 1:thp.index("]")]
+    return {
+        "kernel": platform.release(),
+        "cpu_model": cpu,
+        "cores": os.cpu_count(),
+        "mem_total": mem,
+        "hugepages": hugepage_pools(),
+        "thp_enabled": thp,
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# running the programs
+
+def parse_output(text, program):
+    """Measurement records and skip notes from a program's stdout."""
+    records, skips = [], []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            continue
+        params = obj.get("params") if isinstance(obj.get("params"), dict) else {}
+        if obj["name"] == "skip":
+            skips.append({"program": program, "params": params,
+                          "reason": str(obj.get("reason", ""))})
+            continue
+        value = obj.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        rec = {"program": program, "name": obj["name"], "unit": str(obj.get("unit", "")),
+               "value": float(value), "params": params,
+               "baseline": obj.get("baseline") if isinstance(obj.get("baseline"), str) else None}
+        if isinstance(obj.get("baseline_params"), dict):
+            rec["baseline_params"] = obj["baseline_params"]
+        if isinstance(obj.get("note"), str):
+            rec["note"] = obj["note"]
+        records.append(rec)
+    return records, skips
+
+
+def run_program(path, quick, timeout):
+    """Run one benchmark in a private registry; returns (records, run-info dict)."""
+    program = os.path.basename(path)
+    info = {"program": program, "status": "ok", "rc": None, "seconds": 0.0, "stderr": "",
+            "skips": []}
+    root = tempfile.mkdtemp(prefix="exomem-bench-", dir="/dev/shm")
+    os.chmod(root, 0o1777)
+    env = dict(os.environ, EXOMEM_ROOT=root)
+    cmd = [path] + (["--quick"] if quick else [])
+    start = time.monotonic()
+    out = err = ""
+    try:
+        # Own session, so a timeout can stop the program and any children it forked.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                text=True, errors="replace", start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:
+            out, err = stop_program(proc)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            info["status"] = "timed out after %d s (partial results kept)" % timeout
+        info["rc"] = proc.returncode
+        if info["status"] == "ok" and proc.returncode == 77:
+            info["status"] = "skipped (exit 77)"
+        elif info["status"] == "ok" and proc.returncode != 0:
+            info["status"] = "failed: exit code %d (partial results kept)" % proc.returncode
+    except OSError as e:
+        info["status"] = "failed to start: %s" % e
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    info["seconds"] = round(time.monotonic() - start, 1)
+    info["stderr"] = err or ""
+    records, info["skips"] = parse_output(out or "", program)
+    return records, info
+
+
+def stop_program(proc):
+    """SIGTERM first, so a benchmark can put huge page pools back; SIGKILL if it lingers."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.communicate(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return "", ""
+
+
+def find_programs(build, only):
+    """[(name, path or None if not built)]: the known programs in order, then any others."""
+    bench_dir = os.path.join(build, "bench")
+    found = []
+    if os.path.isdir(bench_dir):
+        for name in sorted(os.listdir(bench_dir)):
+            path = os.path.join(bench_dir, name)
+            if name.startswith("bench_") and os.path.isfile(path) and os.access(path, os.X_OK):
+                found.append(name)
+    names = KNOWN_PROGRAMS + [p for p in found if p not in KNOWN_PROGRAMS]
+    return [(p, os.path.join(bench_dir, p) if p in found else None) for p in names
+            if not only or p in only]
+
+
+# ---------------------------------------------------------------------------------------
+# aggregation
+
+def params_key(params):
+    return json.dumps(params, sort_keys=True)
+
+
+def section_of(program, name):
+    if program in SECTION_BY_PROGRAM:
+        return SECTION_BY_PROGRAM[program]
+    for prefix, sec in SECTION_BY_NAME_PREFIX:
+        if name.startswith(prefix):
+            return sec
+    return "other"
+
+
+def aggregate(records):
+    """Group records by (program, name, unit, params): median, min, max, repeats; then ratios."""
+    groups = {}
+    for r in records:
+        key = (r["program"], r["name"], r["unit"], params_key(r["params"]))
+        groups.setdefault(key, []).append(r)
+    entries = []
+    for (program, name, unit, _), recs in groups.items():
+        values = [r["value"] for r in recs]
+        first = recs[0]
+        entries.append({
+            "program": program, "name": name, "unit": unit, "params": first["params"],
+            "section": section_of(program, name),
+            "median": statistics.median(values), "min": min(values), "max": max(values),
+            "repeats": len(values), "baseline": first.get("baseline"),
+            "baseline_params": first.get("baseline_params"),
+            "note": first.get("note"), "ratio": None, "cheaper": None,
+        })
+    for e in entries:
+        base = find_baseline(entries, e)
+        if base is None:
+            continue
+        base_median = to_unit(base["median"], base["unit"], e["unit"])
+        if base_median and e["median"] > 0:
+            e["ratio"] = e["median"] / base_median
+            # "x cheaper" in cost terms: for a rate (ops/s) more is cheaper, else less is.
+            e["cheaper"] = e["ratio"] if is_rate(e["unit"]) else 1.0 / e["ratio"]
+    return entries
+
+
+def is_rate(unit):
+    return unit.endswith("/s")
+
+
+def find_baseline(entries, e):
+    """The entry e names as baseline: same params (or its baseline_params), same program
+    preferred, any program otherwise."""
+    if not e["baseline"]:
+        return None
+    want = params_key(e["baseline_params"] if e["baseline_params"] is not None else e["params"])
+    matches = [b for b in entries if b["name"] == e["baseline"] and params_key(b["params"]) == want]
+    matches.sort(key=lambda b: b["program"] != e["program"])
+    return matches[0] if matches else None
+
+
+# ---------------------------------------------------------------------------------------
+# the Table 2 targets
+
+def total_bytes(params):
+    if "bytes" in params:
+        return int(params["bytes"])
+    if "seg_bytes" in params:
+        return int(params["seg_bytes"]) * int(params.get("segs", 1))
+    return 0
+
+
+def pick_park_switch(entries):
+    """The park-engine switch the targets are judged on: 1 GiB in one segment if measured."""
+    cands = [e for e in entries if "switch" in e["name"] and
+             ("park" in e["name"] or e["params"].get("engine") == "park")]
+    cands.sort(key=lambda e: (total_bytes(e["params"]) != GIB, e["params"].get("segs", 1) != 1,
+                              e["params"].get("peer", "vas") != "vas", -total_bytes(e["params"])))
+    return cands[0] if cands else None
+
+
+def evaluate_targets(entries):
+    """[{"target", "verdict": "met"|"not met"|"no data", "detail"}] for Table 2's targets."""
+    park = pick_park_switch(entries)
+    t1 = {"target": "park vas_switch at least %gx cheaper than mmap+populate of 1 GiB"
+                    % TARGET_CHEAPER_THAN_MMAP, "verdict": "no data", "detail": ""}
+    t2 = {"target": "park vas_switch within %gx of a process context switch"
+                    % TARGET_WITHIN_CTXSWITCH, "verdict": "no data", "detail": ""}
+    if park is None:
+        t1["detail"] = t2["detail"] = "no park-engine switch measurement (bench_switch missing?)"
+        return [t1, t2]
+    size = total_bytes(park["params"])
+    where = "measured at %s%s" % (fmt_bytes(size) if size else "unknown size",
+                                  "" if size == GIB else " (not 1 GiB: indicative only)")
+    base = find_baseline(entries, park)
+    if base is None:  # fall back to Figure 1's shm mapping of 1 GiB (build only)
+        base = next((e for e in entries if e["name"] == "pt_build" and e["params"].get("page") == "4K"
+                     and e["params"].get("backing") == "shm" and total_bytes(e["params"]) == GIB), None)
+    if base is None:
+        t1["detail"] = "no mmap+populate measurement to compare with"
+    else:
+        base_med = to_unit(base["median"], base["unit"], park["unit"])
+        cheaper = base_med / park["median"] if base_med and park["median"] > 0 else None
+        if cheaper is not None:
+            t1["verdict"] = "met" if cheaper >= TARGET_CHEAPER_THAN_MMAP else "not met"
+            t1["detail"] = ("%s %s %s vs %s %s %s: %.0fx cheaper; %s" % (
+                park["name"], fmt_num(park["median"]), park["unit"], base["name"],
+                fmt_num(base["median"]), base["unit"], cheaper, where))
+    ctx = [e for e in entries if e["name"] == "ctxswitch_pipe"]
+    ctx.sort(key=lambda e: e["program"] != park["program"])
+    if not ctx:
+        t2["detail"] = "no ctxswitch_pipe measurement"
+    else:
+        c = ctx[0]
+        c_med = to_unit(c["median"], c["unit"], park["unit"])
+        if c_med:
+            times = park["median"] / c_med
+            t2["verdict"] = "met" if times <= TARGET_WITHIN_CTXSWITCH else "not met"
+            t2["detail"] = ("%s %s %s vs ctxswitch_pipe (%s) %s %s: %.2fx a context switch; %s"
+                            % (park["name"], fmt_num(park["median"]), park["unit"], c["program"],
+                               fmt_num(c["median"]), c["unit"], times, where))
+    return [t1, t2]
+
+
+# ---------------------------------------------------------------------------------------
+# papers and output
+
+def load_papers(paper_dir):
+    """Every paper number, tagged with the paper it came from and the section it belongs to."""
+    numbers = []
+    for path in sorted(glob.glob(os.path.join(paper_dir, "*.json"))):
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            print("run.py: cannot read %s: %s" % (path, e), file=sys.stderr)
+            continue
+        paper = os.path.splitext(os.path.basename(path))[0]
+        for n in data.get("numbers", []):
+            n = dict(n, paper=paper)
+            n["section"] = next((s for p, s in SECTION_BY_PAPER_PLACE
+                                 if str(n.get("where", "")).startswith(p)), "other")
+            numbers.append(n)
+    return numbers
+
+
+def write_outputs(out, machine, entries, runs, targets, papers):
+    """results.json, then index.html + PNGs (plots need matplotlib)."""
+    os.makedirs(out, exist_ok=True)
+    results = {"machine": machine, "targets": targets, "runs": [
+        {k: r[k] for k in ("program", "status", "rc", "seconds", "skips")} for r in runs],
+        "results": [{k: e[k] for k in ("name", "unit", "params", "median", "min", "max",
+                                       "repeats", "baseline", "ratio", "cheaper", "program",
+                                       "section")} for e in entries]}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    report.write_html(out, machine, entries, runs, targets, papers, SECTIONS)
+
+
+def run_all(args):
+    machine = machine_facts()
+    shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None
+    only = set(args.only.split(",")) if args.only else None
+    runs, records = [], []
+    for name, path in find_programs(args.build, only):
+        if path is None:
+            runs.append({"program": name, "status": "missing: not built (no %s/bench/%s)"
+                         % (args.build, name), "rc": None, "seconds": 0, "stderr": "",
+                         "skips": []})
+            print("run.py: %s: not built, skipped" % name, flush=True)
+            continue
+        print("run.py: %s%s ..." % (name, " --quick" if args.quick else ""), flush=True)
+        recs, info = run_program(path, args.quick, args.timeout)
+        print("run.py:   %s, %d measurements, %d skipped, %.0f s"
+              % (info["status"], len(recs), len(info["skips"]), info["seconds"]), flush=True)
+        if info["status"] != "ok" and info["stderr"]:
+            print("\n".join(info["stderr"].splitlines()[-10:]), file=sys.stderr)
+        records += recs
+        runs.append(info)
+    # Benchmarks must leave nothing behind: say so in the report if one did.
+    machine["hugepages_after"] = hugepage_pools()
+    leftovers = sorted(set(os.listdir("/dev/shm")) - shm_before) if shm_before is not None else []
+    if leftovers:  # (or made by something else running meanwhile)
+        machine["dev_shm_new_entries"] = leftovers
+    machine["mode"] = "quick" if args.quick else "full"
+    entries = aggregate(records)
+    targets = evaluate_targets(entries)
+    papers = load_papers(args.paper_dir)
+    write_outputs(args.out, machine, entries, runs, targets, papers)
+    print("run.py: wrote %s/results.json and %s/index.html" % (args.out, args.out))
+    for t in targets:
+        print("run.py: target: %s: %s (%s)" % (t["target"], t["verdict"].upper(), t["detail"]))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# self-test: the arithmetic and the outputs, on made-up lines; runs no benchmark
+
+def selftest():
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+            print("selftest: FAIL: " + what, file=sys.stderr)
+
+    fake = "\n".join([
+        "warming up (not JSON)",
+        '{"name":"pt_build","unit":"ms","value":3,"params":{"page":"4K","bytes":1073741824,"backing":"shm"}}',
+        '{"name":"pt_build","unit":"ms","value":1,"params":{"page":"4K","bytes":1073741824,"backing":"shm"}}',
+        '{"name":"pt_build","unit":"ms","value":2,"params":{"page":"4K","bytes":1073741824,"backing":"shm"}}',
+        '{"name":"pt_build","unit":"ms","value":10,"params":{"page":"4K","bytes":1073741824,"backing":"shm"}}',
+        '{"name":"pt_remove","unit":"ms","value":0.5,"params":{"page":"4K","bytes":1073741824,"backing":"shm"}}',
+        '{"name":"pt_build","unit":"ms","value":0.1,"params":{"page":"2M","bytes":2097152,"backing":"anon"}}',
+        '{"name":"skip","params":{"page":"1G","bytes":4294967296},"reason":"pool too small"}',
+        '{"name":"broken", "unit":"us"',
+        '{"name":"novalue","unit":"us","value":"fast","params":{}}',
+    ])
+    recs, skips = parse_output(fake, "bench_pagetables")
+    check(len(recs) == 6, "6 measurements parsed, got %d" % len(recs))
+    check(len(skips) == 1 and skips[0]["reason"] == "pool too small", "skip line kept as a note")
+
+    g = 1 << 30
+    sw = {"segs": 1, "seg_bytes": g, "peer": "vas"}
+    lines = [
+        ("switch_park", "us", v, sw, "mmap_populate") for v in (4.0, 6.0, 5.0)] + [
+        ("mmap_populate", "us", v, sw, None) for v in (10000.0, 12000.0)] + [
+        ("ctxswitch_pipe", "us", v, {}, None) for v in (2.0, 2.5, 1.5)] + [
+        ("lock_ofd", "ns", 900.0, {}, None), ("alloc_small", "ns", 50.0, {"size": 16}, None),
+        ("mystery", "widgets", 7.0, {}, None),
+        ("alloc_fast", "Mops/s", 20.0, {}, "alloc_slow"), ("alloc_slow", "Mops/s", 5.0, {}, None)]
+    programs = {"lock_ofd": "bench_lock", "alloc_small": "bench_alloc", "mystery": "bench_new",
+                "alloc_fast": "bench_alloc", "alloc_slow": "bench_alloc"}
+    for name, unit, value, params, base in lines:
+        prog = programs.get(name, "bench_switch")
+        rec = {"program": prog, "name": name, "unit": unit, "value": value, "params": params,
+               "baseline": base}
+        recs.append(rec)
+    entries = aggregate(recs)
+    by = {(e["name"], params_key(e["params"])): e for e in entries}
+    b = by[("pt_build", params_key({"page": "4K", "bytes": g, "backing": "shm"}))]
+    check((b["median"], b["min"], b["max"], b["repeats"]) == (2.5, 1, 10, 4),
+          "even-count median/min/max/repeats: %r" % ((b["median"], b["min"], b["max"], b["repeats"]),))
+    p = by[("switch_park", params_key(sw))]
+    check(p["median"] == 5.0 and p["repeats"] == 3, "odd-count median")
+    check(abs(p["ratio"] - 5.0 / 11000.0) < 1e-12, "ratio = median / baseline median")
+    check(abs(p["cheaper"] - 2200.0) < 1e-9, "cheaper = baseline median / median")
+    check(by[("ctxswitch_pipe", "{}")]["ratio"] is None, "no baseline, no ratio")
+    fast = by[("alloc_fast", "{}")]
+    check(fast["ratio"] == 4.0 and fast["cheaper"] == 4.0, "a rate 4x the baseline's is 4x cheaper")
+    check(abs(to_unit(1.0, "ms", "us") - 1000.0) < 1e-9 and to_unit(1.0, "ms", "widgets") is None,
+          "unit conversion")
+    sections = {e["name"]: e["section"] for e in entries}
+    check(sections["pt_build"] == "fig1" and sections["switch_park"] == "table2" and
+          sections["lock_ofd"] == "lock" and sections["alloc_small"] == "alloc" and
+          sections["mystery"] == "other", "sections")
+
+    targets = evaluate_targets(entries)
+    check(targets[0]["verdict"] == "met", "2200x cheaper meets the 1000x target")
+    check(targets[1]["verdict"] == "met", "5 us vs 2 us context switch is within 5x")
+    slow = [dict(e, median=e["median"] * 100) if e["name"] == "switch_park" else e
+            for e in entries]
+    targets_slow = evaluate_targets(slow)
+    check(targets_slow[0]["verdict"] == "not met" and targets_slow[1]["verdict"] == "not met",
+          "a 100x slower switch misses both targets")
+    check(evaluate_targets([])[0]["verdict"] == "no data", "no data, no verdict")
+
+    tmp = tempfile.mkdtemp(prefix="exomem-report-selftest-")
+    try:
+        machine = machine_facts()
+        runs = [{"program": "bench_pagetables", "status": "ok", "rc": 0, "seconds": 1.0,
+                 "stderr": "note <on stderr>", "skips": skips},
+                {"program": "bench_lock", "status": "missing: not built", "rc": None,
+                 "seconds": 0, "stderr": "", "skips": []}]
+        write_outputs(tmp, machine, entries, runs, targets, load_papers(os.path.join(HERE, "paper")))
+        with open(os.path.join(tmp, "results.json")) as f:
+            res = json.load(f)
+        check("machine" in res and "kernel" in res["machine"], "results.json has machine facts")
+        check(len(res["results"]) == len(entries), "results.json has every entry")
+        with open(os.path.join(tmp, "index.html")) as f:
+            html = f.read()
+        for title in [t for _, t in SECTIONS] + ["class=\"met\">MET", "note &lt;on stderr&gt;"]:
+            check(title in html, "index.html contains %r" % title)
+        pngs = glob.glob(os.path.join(tmp, "*.png"))
+        check(len(pngs) >= 4, "PNG plots written (%d)" % len(pngs))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("selftest: %d failure(s)" % len(failures), file=sys.stderr)
+        return 1
+    print("selftest: ok")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build", help="CMake build directory (programs in BUILD/bench)")
+    ap.add_argument("--out", default="report", help="output directory")
+    ap.add_argument("--quick", action="store_true", help="pass --quick to every program")
+    ap.add_argument("--only", help="comma-separated program names to run")
+    ap.add_argument("--timeout", type=int, default=None,
+                    help="seconds per program (default 900, quick 300)")
+    ap.add_argument("--paper-dir", default=os.path.join(HERE, "paper"))
+    ap.add_argument("--selftest", action="store_true", help="check the driver; runs no benchmark")
+    args = ap.parse_args()
+    if args.selftest:
+        return selftest()
+    if args.timeout is None:
+        args.timeout = 300 if args.quick else 900
+    return run_all(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
