@@ -134,8 +134,9 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
     if (ps->where == PSEG_PARKED) {
         s->park.parked_bytes -= ps->size;
         ps->where = PSEG_HIDDEN;
+        /* The moved mapping keeps the access it had when parked (ps->access). */
         if (exo_os_move(ps->park_addr, ps->base, ps->size) == 0 &&
-            exo_os_protect(ps->base, ps->size, access) == 0) {
+            (ps->access == access || exo_os_protect(ps->base, ps->size, access) == 0)) {
             s->park.moves++;
             ps->where = PSEG_VISIBLE;
             ps->access = access;
