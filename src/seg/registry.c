@@ -120,6 +120,11 @@ int exo_reg_next_id(uint64_t *id)
     return 0;
 }
 
+bool exo_reg_may_administer(uid_t owner)
+{
+    return geteuid() == 0 || geteuid() == owner;
+}
+
 int exo_check_name(const char *name)
 {
     if (!name || !*name)
@@ -257,6 +262,43 @@ int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
     *ids = out;
     *count = n;
     return 0;
+}
+
+int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void *item_buf,
+                 size_t item_size, void *out, size_t cap, size_t *count, size_t *corrupt)
+{
+    if (!count || (cap && !out))
+        return exo_fail(EXO_EINVAL, "listing: NULL output");
+    *count = 0;
+    if (corrupt)
+        *corrupt = 0;
+    if (exo_reg_open(false) != 0) {
+        exo_clear_error();
+        return 0; /* no registry yet: nothing in it */
+    }
+    int lock;
+    int rc = exo_reg_lock(false, &lock);
+    if (rc)
+        return rc;
+    uint64_t *ids;
+    size_t n;
+    rc = exo_name_list(kind, &ids, &n);
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (load(ids[i], item_buf) != 0) {
+            if (corrupt)
+                (*corrupt)++;
+            continue;
+        }
+        if (*count < cap)
+            memcpy((char *)out + *count * item_size, item_buf, item_size);
+        (*count)++;
+    }
+    if (!rc)
+        free(ids);
+    exo_reg_unlock(lock);
+    if (!rc)
+        exo_clear_error();
+    return rc;
 }
 
 static uint64_t checksum(const void *data, size_t len)

@@ -37,6 +37,9 @@ int exo_reg_next_id(uint64_t *id);
 int exo_reg_path(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* May the caller delete or re-permission an object owned by `owner` (its owner, or root)? */
+bool exo_reg_may_administer(uid_t owner);
+
 /* Check an object name: EXO_EBADNAME or EXO_ENAMETOOLONG, with a message. */
 int exo_check_name(const char *name);
 
@@ -47,6 +50,12 @@ int exo_name_unlink(enum exo_kind kind, const char *name);
 
 /* Ids of all named objects of a kind, sorted; *ids is malloc'd (free it). */
 int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count);
+
+/* List the named objects of a kind, sorted by id, into out[0..cap) (items of item_size
+ * bytes, each filled by load(id, item_buf)); *count gets how many there are, *corrupt (may
+ * be NULL) how many could not be loaded. No registry yet means an empty list. */
+int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void *item_buf,
+                 size_t item_size, void *out, size_t cap, size_t *count, size_t *corrupt);
 
 /* Records: fixed structs that start with an 8-byte magic and end with a checksum field. */
 void exo_record_seal(void *rec, size_t len);

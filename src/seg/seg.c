@@ -265,35 +265,33 @@ static int stat_data(const struct exo_seg_rec *rec, struct stat *st)
     return 0;
 }
 
+/* A segment's record and its data file's owner and mode. */
+static int load_with_owner(segid_t sid, struct exo_seg_rec *rec, struct stat *st)
+{
+    int rc = exo_seg_load(sid, rec);
+    return rc ? rc : stat_data(rec, st);
+}
+
 static int info_of(segid_t sid, struct seg_info *out)
 {
     struct exo_seg_rec rec;
     struct stat st;
-    int rc = exo_seg_load(sid, &rec);
-    if (!rc)
-        rc = stat_data(&rec, &st);
+    int rc = load_with_owner(sid, &rec, &st);
     if (!rc)
         fill_info(&rec, &st, out);
     return rc;
-}
-
-static bool may_administer(uid_t owner)
-{
-    return geteuid() == 0 || geteuid() == owner;
 }
 
 static int set_mode(segid_t sid, mode_t mode)
 {
     struct exo_seg_rec rec;
     struct stat st;
-    int rc = exo_seg_load(sid, &rec);
-    if (!rc)
-        rc = stat_data(&rec, &st);
+    int rc = load_with_owner(sid, &rec, &st);
     if (rc)
         return rc;
     if (mode & ~(mode_t)07777)
         return exo_fail(EXO_EINVAL, "mode %#o has bits beyond 07777", (unsigned)mode);
-    if (!may_administer(st.st_uid))
+    if (!exo_reg_may_administer(st.st_uid))
         return exo_fail(EXO_EPERM, "segment '%s': only its owner (uid %u) or root may change "
                         "its mode", rec.name, (unsigned)st.st_uid);
     char path[EXO_PATH_MAX];
@@ -394,12 +392,10 @@ EXO_API int seg_delete(segid_t sid)
     exo_clear_error();
     struct exo_seg_rec rec;
     struct stat st;
-    int rc = exo_seg_load(sid, &rec);
-    if (!rc)
-        rc = stat_data(&rec, &st);
+    int rc = load_with_owner(sid, &rec, &st);
     if (rc)
         return rc;
-    if (!may_administer(st.st_uid))
+    if (!exo_reg_may_administer(st.st_uid))
         return exo_fail(EXO_EPERM, "segment '%s': only its owner (uid %u) or root may delete "
                         "it", rec.name, (unsigned)st.st_uid);
     int lock;
@@ -431,39 +427,14 @@ EXO_API int seg_delete(segid_t sid)
     return rc;
 }
 
+static int load_info(uint64_t id, void *item)
+{
+    return info_of(id, item);
+}
+
 EXO_API int seg_list(struct seg_info *out, size_t cap, size_t *count, size_t *corrupt)
 {
     exo_clear_error();
-    if (!count || (cap && !out))
-        return exo_fail(EXO_EINVAL, "seg_list: NULL output");
-    *count = 0;
-    if (corrupt)
-        *corrupt = 0;
-    if (exo_reg_open(false) != 0) {
-        exo_clear_error();
-        return 0; /* no registry yet: nothing in it */
-    }
-    int lock;
-    int rc = exo_reg_lock(false, &lock);
-    if (rc)
-        return rc;
-    uint64_t *ids;
-    size_t n;
-    rc = exo_name_list(EXO_KIND_SEG, &ids, &n);
-    for (size_t i = 0; !rc && i < n; i++) {
-        struct seg_info info;
-        if (info_of(ids[i], &info) != 0) {
-            if (corrupt)
-                (*corrupt)++;
-            continue;
-        }
-        if (*count < cap)
-            out[*count] = info;
-        (*count)++;
-    }
-    free(ids);
-    exo_reg_unlock(lock);
-    if (!rc)
-        exo_clear_error();
-    return rc;
+    struct seg_info item;
+    return exo_reg_list(EXO_KIND_SEG, load_info, &item, sizeof item, out, cap, count, corrupt);
 }

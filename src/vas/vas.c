@@ -91,14 +91,19 @@ int exo_vas_stat(vasid_t vid, struct stat *st)
     return 0;
 }
 
+/* A VAS's record and its file's owner and mode. */
+static int load_with_owner(vasid_t vid, struct exo_vas_rec *rec, struct stat *st)
+{
+    int rc = exo_vas_rec_load(vid, rec);
+    return rc ? rc : exo_vas_stat(vid, st);
+}
+
 EXO_API int vas_clone(vasid_t vid, const char *new_name, vasid_t *new_vid)
 {
     exo_clear_error();
     struct exo_vas_rec rec;
     struct stat st;
-    int rc = exo_vas_rec_load(vid, &rec);
-    if (!rc)
-        rc = exo_vas_stat(vid, &st);
+    int rc = load_with_owner(vid, &rec, &st);
     if (rc)
         return rc;
     return create_vas(new_name, st.st_mode & 07777, &rec, new_vid);
@@ -109,12 +114,10 @@ EXO_API int vas_delete(vasid_t vid)
     exo_clear_error();
     struct exo_vas_rec rec;
     struct stat st;
-    int rc = exo_vas_rec_load(vid, &rec);
-    if (!rc)
-        rc = exo_vas_stat(vid, &st);
+    int rc = load_with_owner(vid, &rec, &st);
     if (rc)
         return rc;
-    if (geteuid() != 0 && geteuid() != st.st_uid)
+    if (!exo_reg_may_administer(st.st_uid))
         return exo_fail(EXO_EPERM, "VAS '%s': only its owner (uid %u) or root may delete it",
                         rec.name, (unsigned)st.st_uid);
     int lock;
@@ -134,9 +137,7 @@ int exo_vas_fill_info(vasid_t vid, struct vas_info *info)
 {
     struct exo_vas_rec rec;
     struct stat st;
-    int rc = exo_vas_rec_load(vid, &rec);
-    if (!rc)
-        rc = exo_vas_stat(vid, &st);
+    int rc = load_with_owner(vid, &rec, &st);
     if (rc)
         return rc;
     memset(info, 0, sizeof *info);
@@ -161,43 +162,19 @@ int exo_vas_fill_info(vasid_t vid, struct vas_info *info)
     return 0;
 }
 
+static int load_info(uint64_t id, void *item)
+{
+    return exo_vas_fill_info(id, item);
+}
+
 EXO_API int vas_list(struct vas_info *out, size_t cap, size_t *count, size_t *corrupt)
 {
     exo_clear_error();
-    if (!count || (cap && !out))
-        return exo_fail(EXO_EINVAL, "vas_list: NULL output");
-    *count = 0;
-    if (corrupt)
-        *corrupt = 0;
-    if (exo_reg_open(false) != 0) {
-        exo_clear_error();
-        return 0;
-    }
-    int lock;
-    int rc = exo_reg_lock(false, &lock);
-    if (rc)
-        return rc;
-    uint64_t *ids;
-    size_t n;
-    rc = exo_name_list(EXO_KIND_VAS, &ids, &n);
-    struct vas_info *info = malloc(sizeof *info);
-    if (!rc && !info)
-        rc = exo_fail(EXO_ENOMEM, "vas_list");
-    for (size_t i = 0; !rc && i < n; i++) {
-        if (exo_vas_fill_info(ids[i], info) != 0) {
-            if (corrupt)
-                (*corrupt)++;
-            continue;
-        }
-        if (*count < cap)
-            out[*count] = *info;
-        (*count)++;
-    }
-    free(info);
-    free(ids);
-    exo_reg_unlock(lock);
-    if (!rc)
-        exo_clear_error();
+    struct vas_info *item = malloc(sizeof *item); /* several KiB: not on the stack */
+    if (!item)
+        return exo_fail(EXO_ENOMEM, "vas_list");
+    int rc = exo_reg_list(EXO_KIND_VAS, load_info, item, sizeof *item, out, cap, count, corrupt);
+    free(item);
     return rc;
 }
 
@@ -284,7 +261,7 @@ int exo_vas_set_mode(vasid_t vid, mode_t mode)
         return rc;
     if (mode & ~(mode_t)07777)
         return exo_fail(EXO_EINVAL, "mode %#o has bits beyond 07777", (unsigned)mode);
-    if (geteuid() != 0 && geteuid() != st.st_uid)
+    if (!exo_reg_may_administer(st.st_uid))
         return exo_fail(EXO_EPERM, "VAS %llu: only its owner (uid %u) or root may change its "
                         "mode", (unsigned long long)vid, (unsigned)st.st_uid);
     char path[EXO_PATH_MAX];
