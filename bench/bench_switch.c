@@ -1,0 +1,509 @@
+/* bench_switch: what a vas_switch costs on each engine (SpaceJMP, Table 2 and Figure 1).
+ *
+ * Two VASes A and B, each of N populated segments (default 1 GiB, N = 1 and --max-segs),
+ * are attached and switched A->B->A in a loop; one switch costs total / (2 * round trips).
+ * Measured in the same run, for the ratios:
+ *   mmap_populate   what a switch replaces on stock Linux: mmap(MAP_SHARED|MAP_POPULATE) of
+ *                   the same N segments of an already-filled tmpfs file, then munmap;
+ *   ctxswitch_pipe  one process context switch: two processes pinned to one CPU ping-pong a
+ *                   byte over pipes (a round trip is two switches).
+ * When memory cannot hold 2 * N segments (plus a 3 GiB margin), B is one 2 MiB segment
+ * ("peer":"small"). One JSON object per line on stdout (one per repeat); messages on stderr.
+ * Everything runs in a private registry under /dev/shm that is removed at the end, even if
+ * the measuring process dies.
+ */
+#include <exomem/exomem.h>
+#include "internal.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+#define PAGE UINT64_C(4096)
+#define BASE0 UINT64_C(0x300000000000) /* above mmap's placements, 1 GiB aligned */
+#define MARGIN (3 * GIB)               /* memory left free for everything else */
+#define SMALL_SEG (2 * MIB)            /* the peer segment when memory is short */
+#define MAX_SEGS 32
+
+static struct {
+    uint64_t seg_size;
+    int max_segs;
+    int repeats;
+    int park_trips;   /* A->B->A round trips per repeat, park engine */
+    int remap_trips;  /* ... remap engine (each switch maps and populates everything) */
+    int pipe_trips;   /* ping-pong round trips per repeat */
+} opt = { GIB, 8, 5, 200, 5, 50000 };
+
+/* One measured configuration: A has `segs` segments of seg_bytes; B the same or one small. */
+struct config {
+    int segs;
+    uint64_t seg_bytes;
+    bool small_peer;
+    vasid_t a, b;
+};
+
+static char root[64];
+
+/* ---- objects made in the registry, deleted at the end (also by exit() on failure) ---- */
+
+static segid_t made_segs[2 * MAX_SEGS];
+static int n_made_segs;
+static vasid_t made_vases[4];
+static int n_made_vases;
+static vhandle_t handles[4];
+static int n_handles;
+
+static void teardown(void)
+{
+    if (vas_current() != VAS_HOME && vas_switch(VAS_HOME) != 0)
+        fprintf(stderr, "bench_switch: cleanup: switch home: %s\n", exomem_last_error());
+    while (n_handles > 0)
+        vas_detach(handles[--n_handles]);
+    while (n_made_vases > 0)
+        if (vas_delete(made_vases[--n_made_vases]) != 0)
+            fprintf(stderr, "bench_switch: cleanup: vas_delete: %s\n", exomem_last_error());
+    while (n_made_segs > 0)
+        if (seg_delete(made_segs[--n_made_segs]) != 0)
+            fprintf(stderr, "bench_switch: cleanup: seg_delete: %s\n", exomem_last_error());
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_switch: %s: %s (%s)\n", what, exomem_strerror(rc), exomem_last_error());
+    exit(1);
+}
+
+#define TRY(expr) do { int rc_ = (expr); if (rc_ != 0) die(#expr, rc_); } while (0)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- memory budget ---- */
+
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    uint64_t kib = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %" SCNu64, &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+/* Can `bytes` more of tmpfs-backed memory be had, leaving MARGIN free in RAM and /dev/shm? */
+static bool fits(uint64_t bytes)
+{
+    struct statvfs sv;
+    if (statvfs(root, &sv) != 0)
+        return false;
+    uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
+    return bytes + MARGIN <= mem_available() && bytes + MARGIN <= shm_free;
+}
+
+/* ---- output ---- */
+
+static void emit(const char *name, double value, const struct config *c, const char *baseline,
+                 const char *note)
+{
+    printf("{\"name\":\"%s\",\"unit\":\"us\",\"value\":%.3f,\"params\":", name, value);
+    if (c)
+        printf("{\"segs\":%d,\"seg_bytes\":%" PRIu64 ",\"peer\":\"%s\"}", c->segs, c->seg_bytes,
+               c->small_peer ? "small" : "vas");
+    else
+        printf("{}");
+    if (baseline)
+        printf(",\"baseline\":\"%s\"", baseline);
+    if (note)
+        printf(",\"note\":\"%s\"", note);
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- VASes ---- */
+
+/* Segment slot i sits at its own 1 GiB-aligned base, at least 4 GiB from the next one. */
+static uint64_t slot_base(int i)
+{
+    uint64_t stride = (opt.seg_size + GIB - 1) / GIB * GIB;
+    if (stride < 4 * GIB)
+        stride = 4 * GIB;
+    return BASE0 + (uint64_t)i * stride;
+}
+
+/* Make VAS `name` holding n read-write segments of `size` bytes in slots first.. */
+static vasid_t make_vas(const char *name, int first, int n, uint64_t size)
+{
+    vasid_t vid;
+    TRY(vas_create(name, 0600, &vid));
+    made_vases[n_made_vases++] = vid;
+    for (int i = 0; i < n; i++) {
+        char seg_name[EXOMEM_NAME_MAX + 1];
+        segid_t sid;
+        snprintf(seg_name, sizeof seg_name, "%s-%d", name, i);
+        TRY(seg_alloc(seg_name, slot_base(first + i), size, 0600, &sid));
+        made_segs[n_made_segs++] = sid;
+        TRY(seg_attach(vid, sid, SEG_RDWR));
+    }
+    return vid;
+}
+
+/* Write `tag` into one byte of every 4K page of the current VAS's segments (populating
+ * them), or, when `check`, verify that the first byte of each segment holds it. */
+static void touch_vas(vasid_t vid, uint8_t tag, bool check)
+{
+    static struct vas_info vi;
+    TRY(vas_ctl(VAS_CTL_INFO, vid, &vi));
+    for (unsigned s = 0; s < vi.nsegs; s++) {
+        struct seg_info si;
+        TRY(seg_ctl(vi.segs[s].sid, SEG_CTL_INFO, &si));
+        volatile uint8_t *p = (volatile uint8_t *)(uintptr_t)si.base;
+        if (check) {
+            if (p[0] != tag) {
+                fprintf(stderr, "bench_switch: segment %s holds %#x, expected %#x: switch broken\n",
+                        si.name, p[0], tag);
+                exit(1);
+            }
+            continue;
+        }
+        for (uint64_t off = 0; off < si.size; off += PAGE)
+            p[off] = tag;
+    }
+}
+
+/* Print the park statistics gathered since the previous call (moves and maps are totals). */
+static void print_park_stats(const char *label, int segs)
+{
+    static struct vas_park_stats last;
+    struct vas_park_stats st;
+    if (vas_ctl(VAS_CTL_PARK_STATS, 0, &st) != 0) {
+        fprintf(stderr, "bench_switch: park stats: %s\n", exomem_last_error());
+        return;
+    }
+    fprintf(stderr, "bench_switch: %s segs=%d: park stats moves=%" PRIu64 " maps=%" PRIu64
+            " evictions=%" PRIu64 " (this run), parked_bytes=%" PRIu64 "\n", label, segs,
+            st.moves - last.moves, st.maps - last.maps, st.evictions - last.evictions,
+            st.parked_bytes);
+    last = st;
+}
+
+/* Time A->B->A round trips with one engine; one JSON line per repeat. */
+static void bench_engine(const struct config *c, int engine, const char *name, int trips)
+{
+    TRY(vas_ctl(VAS_CTL_SET_ENGINE, 0, &engine));
+    vhandle_t ha, hb;
+    TRY(vas_attach(c->a, &ha));
+    handles[n_handles++] = ha;
+    TRY(vas_attach(c->b, &hb));
+    handles[n_handles++] = hb;
+
+    uint64_t t0 = now_ns();
+    TRY(vas_switch(ha));
+    touch_vas(c->a, 0xa1, false);
+    TRY(vas_switch(hb));
+    touch_vas(c->b, 0xb2, false);
+    TRY(vas_switch(ha));
+    fprintf(stderr, "bench_switch: %s segs=%d: attach, populate: %.1f ms\n", name, c->segs,
+            (now_ns() - t0) / 1e6);
+    if (engine == VAS_ENGINE_PARK) { /* warm up; a remap switch is too slow to waste */
+        TRY(vas_switch(hb));
+        TRY(vas_switch(ha));
+    }
+
+    for (int r = 0; r < opt.repeats; r++) {
+        t0 = now_ns();
+        for (int k = 0; k < trips; k++) {
+            TRY(vas_switch(hb));
+            TRY(vas_switch(ha));
+        }
+        emit(name, (now_ns() - t0) / 1e3 / (2.0 * trips), c, "mmap_populate", NULL);
+    }
+    touch_vas(c->a, 0xa1, true);
+    TRY(vas_switch(hb));
+    touch_vas(c->b, 0xb2, true);
+    TRY(vas_switch(VAS_HOME));
+    print_park_stats(name, c->segs);
+    while (n_handles > 0)
+        TRY(vas_detach(handles[--n_handles]));
+}
+
+/* ---- baselines ---- */
+
+/* mmap(MAP_SHARED|MAP_POPULATE) the N segments' worth of an already-filled tmpfs file, one
+ * mapping per segment as a switch maps them, then munmap: what one remap switch replaces. */
+static void bench_mmap_populate(const struct config *c)
+{
+    uint64_t total = (uint64_t)c->segs * c->seg_bytes;
+    if (!fits(total)) {
+        fprintf(stderr, "bench_switch: mmap_populate segs=%d: not enough memory, skipped\n",
+                c->segs);
+        return;
+    }
+    char path[128];
+    snprintf(path, sizeof path, "%s/baseline.data", root);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        perror("bench_switch: baseline file");
+        exit(1);
+    }
+    unlink(path); /* lives while fd is open, never left behind */
+    if (fallocate(fd, 0, 0, (off_t)total) != 0) {
+        perror("bench_switch: fallocate baseline file");
+        exit(1);
+    }
+    int iters = (int)(16 * GIB / total);
+    iters = iters < 1 ? 1 : iters > 20 ? 20 : iters;
+    void *maps[MAX_SEGS];
+    double map_ns = 0, unmap_ns = 0;
+    for (int r = -1; r < opt.repeats; r++) { /* r == -1: warm-up, fills the file's pages */
+        uint64_t map_sum = 0, unmap_sum = 0;
+        for (int it = 0; it < iters; it++) {
+            uint64_t t0 = now_ns();
+            for (int s = 0; s < c->segs; s++) {
+                maps[s] = mmap(NULL, c->seg_bytes, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_POPULATE, fd, (off_t)(s * c->seg_bytes));
+                if (maps[s] == MAP_FAILED) {
+                    perror("bench_switch: mmap");
+                    exit(1);
+                }
+            }
+            uint64_t t1 = now_ns();
+            for (int s = 0; s < c->segs; s++)
+                munmap(maps[s], c->seg_bytes);
+            map_sum += t1 - t0;
+            unmap_sum += now_ns() - t1;
+        }
+        if (r < 0)
+            continue;
+        map_ns += (double)map_sum / iters;
+        unmap_ns += (double)unmap_sum / iters;
+        emit("mmap_populate", (double)(map_sum + unmap_sum) / iters / 1e3, c, NULL,
+             "mmap MAP_SHARED|MAP_POPULATE of a filled tmpfs file + munmap");
+    }
+    close(fd);
+    fprintf(stderr, "bench_switch: mmap_populate segs=%d: mmap+populate %.1f us, munmap %.1f us"
+            " (mean)\n", c->segs, map_ns / opt.repeats / 1e3, unmap_ns / opt.repeats / 1e3);
+}
+
+/* Two processes pinned to one CPU pass a byte back and forth over two pipes; returns the
+ * time of one context switch (half a round trip) in microseconds. */
+static double pipe_switch_us(int trips)
+{
+    cpu_set_t old, one;
+    if (sched_getaffinity(0, sizeof old, &old) != 0)
+        return -1;
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return -1;
+    int ping[2], pong[2];
+    if (pipe(ping) != 0 || pipe(pong) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* echo until the pipe closes; _exit: no atexit cleanup in this child */
+        close(ping[1]);
+        close(pong[0]);
+        char b;
+        while (read(ping[0], &b, 1) == 1 && write(pong[1], &b, 1) == 1)
+            ;
+        _exit(0);
+    }
+    close(ping[0]);
+    close(pong[1]);
+    char b = 'x';
+    double us = -1;
+    bool ok = pid > 0;
+    uint64_t t0 = 0;
+    for (int k = -1000; ok && k < trips; k++) { /* k < 0: warm-up */
+        if (k == 0)
+            t0 = now_ns();
+        ok = write(ping[1], &b, 1) == 1 && read(pong[0], &b, 1) == 1;
+    }
+    if (ok)
+        us = (now_ns() - t0) / 1e3 / (2.0 * trips);
+    close(ping[1]);
+    close(pong[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    sched_setaffinity(0, sizeof old, &old);
+    return us;
+}
+
+/* ---- driver ---- */
+
+static void bench_config(int segs)
+{
+    struct config c = { .segs = segs, .seg_bytes = opt.seg_size };
+    uint64_t one = (uint64_t)segs * opt.seg_size;
+    if (!fits(2 * one)) {
+        if (!fits(one + SMALL_SEG)) {
+            fprintf(stderr, "bench_switch: segs=%d: not enough memory for %" PRIu64
+                    " bytes, skipped\n", segs, one);
+            return;
+        }
+        c.small_peer = true;
+        fprintf(stderr, "bench_switch: segs=%d: memory holds one VAS only; B is one 2 MiB"
+                " segment\n", segs);
+    }
+    bench_mmap_populate(&c); /* first: its file is gone before the VASes take memory */
+    c.a = make_vas("bsw-a", 0, segs, opt.seg_size);
+    c.b = c.small_peer ? make_vas("bsw-b", segs, 1, SMALL_SEG)
+                       : make_vas("bsw-b", segs, segs, opt.seg_size);
+    bench_engine(&c, VAS_ENGINE_PARK, "switch_park", opt.park_trips);
+    bench_engine(&c, VAS_ENGINE_REMAP, "switch_remap", opt.remap_trips);
+    teardown();
+}
+
+static int bench_main(void)
+{
+    atexit(teardown);
+    fprintf(stderr, "bench_switch: registry %s, segments of %" PRIu64 " bytes, 1 and %d per"
+            " VAS\n", root, opt.seg_size, opt.max_segs);
+    bench_config(1);
+    if (opt.max_segs > 1)
+        bench_config(opt.max_segs);
+    for (int r = 0; r < opt.repeats; r++) {
+        double us = pipe_switch_us(opt.pipe_trips);
+        if (us < 0) {
+            perror("bench_switch: ctxswitch_pipe");
+            return 1;
+        }
+        emit("ctxswitch_pipe", us, NULL, NULL, NULL);
+    }
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static pid_t worker;
+
+static void forward_signal(int sig)
+{
+    if (worker > 0)
+        kill(worker, sig);
+}
+
+/* Run body() in a child inside a fresh registry; remove the registry however it ended. */
+static int run_in_private_registry(int (*body)(void))
+{
+    snprintf(root, sizeof root, "/dev/shm/exomem-bench-XXXXXX");
+    if (!mkdtemp(root)) {
+        perror("bench_switch: mkdtemp");
+        return 1;
+    }
+    setenv("EXOMEM_ROOT", root, 1); /* before any exomem call: the config is read once */
+    fflush(NULL);
+    worker = fork();
+    if (worker == 0)
+        exit(body());
+    int status = 1 << 8;
+    if (worker > 0) {
+        struct sigaction sa = { .sa_handler = forward_signal };
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        while (waitpid(worker, &status, 0) < 0)
+            ;
+    } else {
+        perror("bench_switch: fork");
+    }
+    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "bench_switch: killed by signal %d\n", WTERMSIG(status));
+        return 1;
+    }
+    return WEXITSTATUS(status);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_switch [--seg-size SIZE] [--max-segs N] [--repeats N]\n"
+               "       [--park-trips K] [--remap-trips K] [--quick]\n");
+}
+
+static int positive(const char *s)
+{
+    int v = atoi(s);
+    if (v <= 0) {
+        usage(stderr);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "seg-size", required_argument, NULL, 's' },
+        { "max-segs", required_argument, NULL, 'n' },
+        { "repeats", required_argument, NULL, 'r' },
+        { "park-trips", required_argument, NULL, 'p' },
+        { "remap-trips", required_argument, NULL, 'm' },
+        { "quick", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    for (int i = 1; i < argc; i++) /* --quick first, so explicit options override it */
+        if (!strcmp(argv[i], "--quick")) {
+            opt.seg_size = 64 * MIB;
+            opt.repeats = 2;
+            opt.park_trips = 50;
+            opt.remap_trips = 2;
+            opt.pipe_trips = 10000;
+        }
+    int ch;
+    while ((ch = getopt_long(argc, argv, "s:n:r:p:m:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            if (exo_parse_size(optarg, &opt.seg_size) != 0 || opt.seg_size == 0 ||
+                opt.seg_size % PAGE != 0) {
+                fprintf(stderr, "bench_switch: bad --seg-size %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'n':
+            opt.max_segs = positive(optarg);
+            if (opt.max_segs > MAX_SEGS) {
+                fprintf(stderr, "bench_switch: --max-segs at most %d\n", MAX_SEGS);
+                return 2;
+            }
+            break;
+        case 'r': opt.repeats = positive(optarg); break;
+        case 'p': opt.park_trips = positive(optarg); break;
+        case 'm': opt.remap_trips = positive(optarg); break;
+        case 'q': break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    return run_in_private_registry(bench_main);
+}
