@@ -67,7 +67,8 @@ enum vas_ctl_cmd {
     VAS_CTL_SET_PARK_LIMIT, /* process; arg: const uint64_t *, bytes */
     VAS_CTL_PARK_STATS,     /* process; arg: struct vas_park_stats * */
     VAS_CTL_SET_LOCKING,    /* process; arg: const int *, 1 (default) takes segment locks on
-                               switch, 0 does not (for measurements; unsafe when shared) */
+                               switch, 0 does not (for measurements; unsafe when shared);
+                               only at home */
 };
 
 /* Create an empty VAS `name` with permission bits `mode`; store its id in *vid. */

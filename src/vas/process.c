@@ -230,7 +230,10 @@ static int process_ctl(struct space *s, int cmd, void *arg)
         int on = *(const int *)arg;
         if (on != 0 && on != 1)
             return exo_fail(EXO_EINVAL, "VAS_CTL_SET_LOCKING takes 0 or 1, not %d", on);
-        /* Locks already held stay until their segments are switched out. */
+        /* At home no lock is held, so the switch code never sees a visible segment whose
+         * lock disagrees with the setting. */
+        if (s->current)
+            return exo_fail(EXO_EINUSE, "locking can change only at home");
         s->locking = on;
         return 0;
     }
