@@ -13,17 +13,13 @@
  * that is removed at the end, however the measuring process ends.
  */
 #include "alloc/heap.h"
+#include "bench_util.h"
 
 #include <exomem/exomem.h>
-#include <ftw.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #define BASE UINT64_C(0x300000000000)   /* above mmap's placements, 1 GiB aligned */
 #define SEG_BYTES (UINT64_C(512) << 20)
@@ -37,8 +33,6 @@ static struct {
     long ops;       /* replacement steps (each is a free and a malloc) */
     long live;      /* working set */
 } opt = {5, 1000000, 10000};
-
-static char root[64];
 
 /* ---- the workload ---- */
 
@@ -85,13 +79,6 @@ struct allocator {
     void *ctx;
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void *must(void *p, const struct allocator *a, size_t size)
 {
     if (!p) {
@@ -108,14 +95,14 @@ static double run(const struct allocator *a, struct workload *w)
 {
     for (long i = 0; i < opt.live; i++)
         w->objs[i] = must(a->alloc(a->ctx, w->sizes[i]), a, w->sizes[i]);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (long i = 0; i < opt.ops; i++) {
         uint32_t k = w->slots[i];
         size_t size = w->sizes[opt.live + i];
         a->release(a->ctx, w->objs[k]);
         w->objs[k] = must(a->alloc(a->ctx, size), a, size);
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     for (long i = 0; i < opt.live; i++)
         a->release(a->ctx, w->objs[i]);
     return 2.0 * (double)opt.ops / ((double)(t1 - t0) / 1e3);
@@ -147,54 +134,23 @@ static void heap_free_fn(void *ctx, void *p)
 
 static void emit(const char *name, double value, const char *baseline)
 {
-    printf("{\"name\":\"%s\",\"unit\":\"Mops/s\",\"value\":%.3f,\"params\":{\"ops\":%ld,"
-           "\"live\":%ld,\"min_size\":%d,\"max_size\":%d,\"big_max\":%d,\"big_permille\":%d}",
-           name, value, 2 * opt.ops, opt.live, MIN_SIZE, MAX_SIZE, BIG_MAX, BIG_PERMILLE);
-    if (baseline)
-        printf(",\"baseline\":\"%s\"", baseline);
-    printf("}\n");
-    fflush(stdout);
-}
-
-/* ---- registry objects, deleted at the end (also by exit() on failure) ---- */
-
-static segid_t seg;
-static vasid_t vas;
-static vhandle_t vh;
-
-static void teardown(void)
-{
-    if (vas_current() != VAS_HOME)
-        vas_switch(VAS_HOME);
-    if (vh)
-        vas_detach(vh);
-    if (vas && vas_delete(vas) != 0)
-        fprintf(stderr, "bench_alloc: cleanup: vas_delete: %s\n", exomem_last_error());
-    if (seg && seg_delete(seg) != 0)
-        fprintf(stderr, "bench_alloc: cleanup: seg_delete: %s\n", exomem_last_error());
-}
-
-static void try(const char *what, int rc)
-{
-    if (rc != 0) {
-        fprintf(stderr, "bench_alloc: %s: %s (%s)\n", what, exomem_strerror(rc),
-                exomem_last_error());
-        exit(1);
-    }
+    char params[160];
+    snprintf(params, sizeof params, "\"ops\":%ld,\"live\":%ld,\"min_size\":%d,\"max_size\":%d,"
+             "\"big_max\":%d,\"big_permille\":%d", 2 * opt.ops, opt.live, MIN_SIZE, MAX_SIZE,
+             BIG_MAX, BIG_PERMILLE);
+    bench_emit(name, "Mops/s", value, params, baseline, NULL);
 }
 
 static int bench_main(void)
 {
-    atexit(teardown);
     fprintf(stderr, "bench_alloc: registry %s, %ld ops on %ld live objects, %d repeats\n",
-            root, 2 * opt.ops, opt.live, opt.repeats);
-    try("seg_alloc", seg_alloc("bench-alloc", BASE, SEG_BYTES, 0600, &seg));
-    try("vas_create", vas_create("bench-alloc", 0600, &vas));
-    try("seg_attach", seg_attach(vas, seg, SEG_RDWR));
-    try("vas_attach", vas_attach(vas, &vh));
-    try("vas_switch", vas_switch(vh));
+            bench_root(), 2 * opt.ops, opt.live, opt.repeats);
+    segid_t seg = bench_make_seg("bench-alloc", BASE, SEG_BYTES);
+    vasid_t vas = bench_make_vas("bench-alloc");
+    TRY(seg_attach(vas, seg, SEG_RDWR));
+    TRY(vas_switch(bench_attach(vas)));
     struct exo_heap *heap;
-    try("exo_heap_open", exo_heap_open((void *)(uintptr_t)BASE, SEG_BYTES, &heap));
+    TRY(exo_heap_open((void *)(uintptr_t)BASE, SEG_BYTES, &heap));
 
     struct workload w;
     workload_make(&w);
@@ -209,7 +165,7 @@ static int bench_main(void)
         emit("alloc_heap_direct", run(&direct, &w), "alloc_glibc_malloc");
     }
     struct seg_heap_stats st;
-    try("seg_heap_stats", seg_heap_stats(seg, &st));
+    TRY(seg_heap_stats(seg, &st));
     if (st.allocations != 0) {
         fprintf(stderr, "bench_alloc: %" PRIu64 " allocations left in the heap\n",
                 st.allocations);
@@ -221,75 +177,15 @@ static int bench_main(void)
     return 0;
 }
 
-/* ---- private registry ---- */
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)type, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static pid_t worker;
-
-static void forward_signal(int sig)
-{
-    if (worker > 0)
-        kill(worker, sig);
-}
-
-/* Run body() in a child inside a fresh registry; remove the registry however it ended. */
-static int run_in_private_registry(int (*body)(void))
-{
-    snprintf(root, sizeof root, "/dev/shm/exomem-bench-XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("bench_alloc: mkdtemp");
-        return 1;
-    }
-    setenv("EXOMEM_ROOT", root, 1);   /* before any exomem call: the config is read once */
-    fflush(NULL);
-    worker = fork();
-    if (worker == 0)
-        exit(body());
-    int status = 1 << 8;
-    if (worker > 0) {
-        struct sigaction sa = {.sa_handler = forward_signal};
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        while (waitpid(worker, &status, 0) < 0)
-            ;
-    } else {
-        perror("bench_alloc: fork");
-    }
-    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (WIFSIGNALED(status)) {
-        fprintf(stderr, "bench_alloc: killed by signal %d\n", WTERMSIG(status));
-        return 1;
-    }
-    return WEXITSTATUS(status);
-}
-
-static long positive(const char *s)
-{
-    char *end;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || *end || v <= 0 || v > 100000000) {
-        fprintf(stderr, "bench_alloc: expected a positive number, got '%s'\n", s ? s : "");
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeats")) {
-            opt.repeats = (int)positive(argv[++i]);
+            opt.repeats = (int)bench_positive(argv[++i]);
         } else if (!strcmp(argv[i], "--ops")) {
-            opt.ops = positive(argv[++i]);
+            opt.ops = bench_positive(argv[++i]);
         } else if (!strcmp(argv[i], "--live")) {
-            opt.live = positive(argv[++i]);
+            opt.live = bench_positive(argv[++i]);
         } else if (!strcmp(argv[i], "--quick")) {
             opt.ops = 200000;
             opt.repeats = 3;
@@ -298,5 +194,5 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    return run_in_private_registry(bench_main);
+    return bench_run_in_private_registry(bench_main);
 }

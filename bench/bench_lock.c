@@ -12,19 +12,18 @@
  * a private registry under /dev/shm that is removed at the end, even if the measuring process
  * dies.
  */
+#include "bench_util.h"
+
 #include <exomem/exomem.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MIB (UINT64_C(1) << 20)
@@ -41,58 +40,6 @@ static struct {
     int ofd_iters;
 } opt = { 5, 2000, 1.0, 1000000 };
 
-static char root[64];
-
-/* ---- objects made in the registry, deleted at the end (also by exit() on failure) ---- */
-
-static segid_t made_segs[2 * MANY_SEGS + 1];
-static int n_made_segs;
-static vasid_t made_vases[4];
-static int n_made_vases;
-static vhandle_t handles[2];
-static int n_handles;
-
-static void teardown(void)
-{
-    if (vas_current() != VAS_HOME && vas_switch(VAS_HOME) != 0)
-        fprintf(stderr, "bench_lock: cleanup: switch home: %s\n", exomem_last_error());
-    while (n_handles > 0)
-        vas_detach(handles[--n_handles]);
-    while (n_made_vases > 0)
-        if (vas_delete(made_vases[--n_made_vases]) != 0)
-            fprintf(stderr, "bench_lock: cleanup: vas_delete: %s\n", exomem_last_error());
-    while (n_made_segs > 0)
-        if (seg_delete(made_segs[--n_made_segs]) != 0)
-            fprintf(stderr, "bench_lock: cleanup: seg_delete: %s\n", exomem_last_error());
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "bench_lock[%d]: %s: %s (%s)\n", (int)getpid(), what, exomem_strerror(rc),
-            exomem_last_error());
-    exit(1);
-}
-
-#define TRY(expr) do { int rc_ = (expr); if (rc_ != 0) die(#expr, rc_); } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void emit(const char *name, const char *unit, double value, const char *params,
-                 const char *baseline)
-{
-    printf("{\"name\":\"%s\",\"unit\":\"%s\",\"value\":%.3f,\"params\":{%s}", name, unit, value,
-           params);
-    if (baseline)
-        printf(",\"baseline\":\"%s\"", baseline);
-    printf("}\n");
-    fflush(stdout);
-}
-
 /* Segment slot i: a 1 GiB-aligned base of its own. */
 static uint64_t slot_base(int i)
 {
@@ -101,30 +48,7 @@ static uint64_t slot_base(int i)
 
 static segid_t make_seg(const char *name, int slot)
 {
-    segid_t sid;
-    TRY(seg_alloc(name, slot_base(slot), SEG_BYTES, 0600, &sid));
-    made_segs[n_made_segs++] = sid;
-    return sid;
-}
-
-static vasid_t make_vas(const char *name)
-{
-    vasid_t vid;
-    TRY(vas_create(name, 0600, &vid));
-    made_vases[n_made_vases++] = vid;
-    return vid;
-}
-
-static void attach(vasid_t vid, vhandle_t *vh)
-{
-    TRY(vas_attach(vid, vh));
-    handles[n_handles++] = *vh;
-}
-
-static void detach_all(void)
-{
-    while (n_handles > 0)
-        TRY(vas_detach(handles[--n_handles]));
+    return bench_make_seg(name, slot_base(slot), SEG_BYTES);
 }
 
 /* ---- switch cost with and without locks ---- */
@@ -137,17 +61,17 @@ static void set_locking(int on)
 /* Nanoseconds per switch over opt.trips round trips A->B->A, starting and ending in A. */
 static double time_switches(vhandle_t ha, vhandle_t hb)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int k = 0; k < opt.trips; k++) {
         TRY(vas_switch(hb));
         TRY(vas_switch(ha));
     }
-    return (double)(now_ns() - t0) / (2.0 * opt.trips);
+    return (double)(bench_now_ns() - t0) / (2.0 * opt.trips);
 }
 
 static void bench_switch_locking(int segs)
 {
-    vasid_t a = make_vas("blk-a"), b = make_vas("blk-b");
+    vasid_t a = bench_make_vas("blk-a"), b = bench_make_vas("blk-b");
     for (int i = 0; i < segs; i++) {
         char name[32];
         snprintf(name, sizeof name, "blk-a-%d", i);
@@ -155,9 +79,7 @@ static void bench_switch_locking(int segs)
         snprintf(name, sizeof name, "blk-b-%d", i);
         TRY(seg_attach(b, make_seg(name, segs + i), SEG_RDWR));
     }
-    vhandle_t ha, hb;
-    attach(a, &ha);
-    attach(b, &hb);
+    vhandle_t ha = bench_attach(a), hb = bench_attach(b);
     for (int round = 0; round < 2; round++) { /* populate and warm up both */
         TRY(vas_switch(ha));
         for (int i = 0; i < segs; i++)
@@ -176,12 +98,12 @@ static void bench_switch_locking(int segs)
             TRY(vas_switch(ha));
             ns[locking] = time_switches(ha, hb);
         }
-        emit("switch_locked", "us", ns[1] / 1e3, params, "switch_unlocked");
-        emit("switch_unlocked", "us", ns[0] / 1e3, params, NULL);
+        bench_emit("switch_locked", "us", ns[1] / 1e3, params, "switch_unlocked", NULL);
+        bench_emit("switch_unlocked", "us", ns[0] / 1e3, params, NULL, NULL);
     }
     TRY(vas_switch(VAS_HOME));
     set_locking(1);
-    teardown();
+    bench_teardown();
 }
 
 /* ---- contention between processes ---- */
@@ -216,7 +138,7 @@ static void contender(vasid_t vid, bool rw, int ready, int go, int out)
     if (read(go, &b, 1) != 0)
         _exit(1);
     struct contender_result res = { 0, 0 };
-    uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)(opt.seconds * 1e9), t = t0;
+    uint64_t t0 = bench_now_ns(), deadline = t0 + (uint64_t)(opt.seconds * 1e9), t = t0;
     while (t < deadline) {
         if ((rc = vas_switch(vh)) != 0)
             break;
@@ -227,7 +149,7 @@ static void contender(vasid_t vid, bool rw, int ready, int go, int out)
         if ((rc = vas_switch(VAS_HOME)) != 0)
             break;
         res.switches++;
-        t = now_ns();
+        t = bench_now_ns();
     }
     res.ns = t - t0;
     if (rc != 0) {
@@ -244,15 +166,13 @@ static void contender(vasid_t vid, bool rw, int ready, int go, int out)
 /* Read or reset the shared counter from this process. */
 static uint64_t counter_access(vasid_t rw_vas, bool reset)
 {
-    vhandle_t vh;
-    attach(rw_vas, &vh);
-    TRY(vas_switch(vh));
+    TRY(vas_switch(bench_attach(rw_vas)));
     volatile uint64_t *counter = (volatile uint64_t *)(uintptr_t)slot_base(0);
     uint64_t v = *counter;
     if (reset)
         *counter = 0;
     TRY(vas_switch(VAS_HOME));
-    detach_all();
+    bench_detach_all();
     return v;
 }
 
@@ -324,19 +244,19 @@ static double run_contention(vasid_t vid, vasid_t rw_vas, bool rw, int procs)
 static void bench_contention(void)
 {
     segid_t sid = make_seg("blk-shared", 0);
-    vasid_t rw = make_vas("blk-rw"), ro = make_vas("blk-ro");
+    vasid_t rw = bench_make_vas("blk-rw"), ro = bench_make_vas("blk-ro");
     TRY(seg_attach(rw, sid, SEG_RDWR));
     TRY(seg_attach(ro, sid, SEG_RDONLY));
     for (int r = 0; r < opt.repeats; r++)
         for (int procs = 1; procs <= MAX_PROCS; procs++) {
             char params[32];
             snprintf(params, sizeof params, "\"procs\":%d", procs);
-            emit("lock_contention_rw", "switches/s", run_contention(rw, rw, true, procs),
-                 params, NULL);
-            emit("lock_contention_ro", "switches/s", run_contention(ro, rw, false, procs),
-                 params, NULL);
+            bench_emit("lock_contention_rw", "switches/s",
+                       run_contention(rw, rw, true, procs), params, NULL, NULL);
+            bench_emit("lock_contention_ro", "switches/s",
+                       run_contention(ro, rw, false, procs), params, NULL, NULL);
         }
-    teardown();
+    bench_teardown();
 }
 
 /* ---- raw OFD lock ---- */
@@ -344,7 +264,7 @@ static void bench_contention(void)
 static void bench_ofd(void)
 {
     char path[128];
-    snprintf(path, sizeof path, "%s/ofd.lock", root);
+    snprintf(path, sizeof path, "%s/ofd.lock", bench_root());
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         perror("bench_lock: lock file");
@@ -354,7 +274,7 @@ static void bench_ofd(void)
     struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
     struct flock unlock = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
     for (int r = -1; r < opt.repeats; r++) { /* r == -1: warm-up */
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         for (int i = 0; i < opt.ofd_iters; i++) {
             if (fcntl(fd, F_OFD_SETLKW, &lock) != 0 || fcntl(fd, F_OFD_SETLK, &unlock) != 0) {
                 perror("bench_lock: fcntl OFD lock");
@@ -362,7 +282,8 @@ static void bench_ofd(void)
             }
         }
         if (r >= 0)
-            emit("ofd_lock_unlock", "ns", (double)(now_ns() - t0) / opt.ofd_iters, "", NULL);
+            bench_emit("ofd_lock_unlock", "ns", (double)(bench_now_ns() - t0) / opt.ofd_iters,
+                       "", NULL, NULL);
     }
     close(fd);
 }
@@ -371,70 +292,12 @@ static void bench_ofd(void)
 
 static int bench_main(void)
 {
-    atexit(teardown);
-    fprintf(stderr, "bench_lock: registry %s\n", root);
+    fprintf(stderr, "bench_lock: registry %s\n", bench_root());
     bench_switch_locking(1);
     bench_switch_locking(MANY_SEGS);
     bench_contention();
     bench_ofd();
     return 0;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)type, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static pid_t worker;
-
-static void forward_signal(int sig)
-{
-    if (worker > 0)
-        kill(worker, sig);
-}
-
-/* Run body() in a child inside a fresh registry; remove the registry however it ended. */
-static int run_in_private_registry(int (*body)(void))
-{
-    snprintf(root, sizeof root, "/dev/shm/exomem-bench-XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("bench_lock: mkdtemp");
-        return 1;
-    }
-    setenv("EXOMEM_ROOT", root, 1); /* before any exomem call: the config is read once */
-    fflush(NULL);
-    worker = fork();
-    if (worker == 0)
-        exit(body());
-    int status = 1 << 8;
-    if (worker > 0) {
-        struct sigaction sa = { .sa_handler = forward_signal };
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        while (waitpid(worker, &status, 0) < 0)
-            ;
-    } else {
-        perror("bench_lock: fork");
-    }
-    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (WIFSIGNALED(status)) {
-        fprintf(stderr, "bench_lock: killed by signal %d\n", WTERMSIG(status));
-        return 1;
-    }
-    return WEXITSTATUS(status);
-}
-
-static int positive(const char *s)
-{
-    int v = atoi(s);
-    if (v <= 0) {
-        fprintf(stderr, "bench_lock: expected a positive number, got '%s'\n", s);
-        exit(2);
-    }
-    return v;
 }
 
 int main(int argc, char **argv)
@@ -443,22 +306,19 @@ int main(int argc, char **argv)
         { "repeats", required_argument, NULL, 'r' },
         { "trips", required_argument, NULL, 't' },
         { "seconds", required_argument, NULL, 's' },
-        { "quick", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        BENCH_COMMON_LONGOPTS,
     };
-    for (int i = 1; i < argc; i++) /* --quick first, so explicit options override it */
-        if (!strcmp(argv[i], "--quick")) {
-            opt.repeats = 2;
-            opt.trips = 300;
-            opt.seconds = 0.2;
-            opt.ofd_iters = 100000;
-        }
+    if (bench_has_flag(argc, argv, "--quick")) { /* first, so explicit options override it */
+        opt.repeats = 2;
+        opt.trips = 300;
+        opt.seconds = 0.2;
+        opt.ofd_iters = 100000;
+    }
     int ch;
     while ((ch = getopt_long(argc, argv, "r:t:s:h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'r': opt.repeats = positive(optarg); break;
-        case 't': opt.trips = positive(optarg); break;
+        case 'r': opt.repeats = (int)bench_positive(optarg); break;
+        case 't': opt.trips = (int)bench_positive(optarg); break;
         case 's':
             opt.seconds = atof(optarg);
             if (opt.seconds <= 0) {
@@ -474,5 +334,5 @@ int main(int argc, char **argv)
             return ch == 'h' ? 0 : 2;
         }
     }
-    return run_in_private_registry(bench_main);
+    return bench_run_in_private_registry(bench_main);
 }

@@ -13,14 +13,13 @@
  * the measuring process dies.
  */
 #include <exomem/exomem.h>
+#include "bench_util.h"
 #include "internal.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +27,6 @@
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MIB (UINT64_C(1) << 20)
@@ -56,46 +54,6 @@ struct config {
     vasid_t a, b;
 };
 
-static char root[64];
-
-/* ---- objects made in the registry, deleted at the end (also by exit() on failure) ---- */
-
-static segid_t made_segs[2 * MAX_SEGS];
-static int n_made_segs;
-static vasid_t made_vases[4];
-static int n_made_vases;
-static vhandle_t handles[4];
-static int n_handles;
-
-static void teardown(void)
-{
-    if (vas_current() != VAS_HOME && vas_switch(VAS_HOME) != 0)
-        fprintf(stderr, "bench_switch: cleanup: switch home: %s\n", exomem_last_error());
-    while (n_handles > 0)
-        vas_detach(handles[--n_handles]);
-    while (n_made_vases > 0)
-        if (vas_delete(made_vases[--n_made_vases]) != 0)
-            fprintf(stderr, "bench_switch: cleanup: vas_delete: %s\n", exomem_last_error());
-    while (n_made_segs > 0)
-        if (seg_delete(made_segs[--n_made_segs]) != 0)
-            fprintf(stderr, "bench_switch: cleanup: seg_delete: %s\n", exomem_last_error());
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "bench_switch: %s: %s (%s)\n", what, exomem_strerror(rc), exomem_last_error());
-    exit(1);
-}
-
-#define TRY(expr) do { int rc_ = (expr); if (rc_ != 0) die(#expr, rc_); } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- memory budget ---- */
 
 static uint64_t mem_available(void)
@@ -115,7 +73,7 @@ static uint64_t mem_available(void)
 static bool fits(uint64_t bytes)
 {
     struct statvfs sv;
-    if (statvfs(root, &sv) != 0)
+    if (statvfs(bench_root(), &sv) != 0)
         return false;
     uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
     return bytes + MARGIN <= mem_available() && bytes + MARGIN <= shm_free;
@@ -126,18 +84,11 @@ static bool fits(uint64_t bytes)
 static void emit(const char *name, double value, const struct config *c, const char *baseline,
                  const char *note)
 {
-    printf("{\"name\":\"%s\",\"unit\":\"us\",\"value\":%.3f,\"params\":", name, value);
+    char params[128] = "";
     if (c)
-        printf("{\"segs\":%d,\"seg_bytes\":%" PRIu64 ",\"peer\":\"%s\"}", c->segs, c->seg_bytes,
-               c->small_peer ? "small" : "vas");
-    else
-        printf("{}");
-    if (baseline)
-        printf(",\"baseline\":\"%s\"", baseline);
-    if (note)
-        printf(",\"note\":\"%s\"", note);
-    printf("}\n");
-    fflush(stdout);
+        snprintf(params, sizeof params, "\"segs\":%d,\"seg_bytes\":%" PRIu64 ",\"peer\":\"%s\"",
+                 c->segs, c->seg_bytes, c->small_peer ? "small" : "vas");
+    bench_emit(name, "us", value, params, baseline, note);
 }
 
 /* ---- VASes ---- */
@@ -154,16 +105,11 @@ static uint64_t slot_base(int i)
 /* Make VAS `name` holding n read-write segments of `size` bytes in slots first.. */
 static vasid_t make_vas(const char *name, int first, int n, uint64_t size)
 {
-    vasid_t vid;
-    TRY(vas_create(name, 0600, &vid));
-    made_vases[n_made_vases++] = vid;
+    vasid_t vid = bench_make_vas(name);
     for (int i = 0; i < n; i++) {
         char seg_name[EXOMEM_NAME_MAX + 1];
-        segid_t sid;
         snprintf(seg_name, sizeof seg_name, "%s-%d", name, i);
-        TRY(seg_alloc(seg_name, slot_base(first + i), size, 0600, &sid));
-        made_segs[n_made_segs++] = sid;
-        TRY(seg_attach(vid, sid, SEG_RDWR));
+        TRY(seg_attach(vid, bench_make_seg(seg_name, slot_base(first + i), size), SEG_RDWR));
     }
     return vid;
 }
@@ -211,40 +157,35 @@ static void print_park_stats(const char *label, int segs)
 static void bench_engine(const struct config *c, int engine, const char *name, int trips)
 {
     TRY(vas_ctl(VAS_CTL_SET_ENGINE, 0, &engine));
-    vhandle_t ha, hb;
-    TRY(vas_attach(c->a, &ha));
-    handles[n_handles++] = ha;
-    TRY(vas_attach(c->b, &hb));
-    handles[n_handles++] = hb;
+    vhandle_t ha = bench_attach(c->a), hb = bench_attach(c->b);
 
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     TRY(vas_switch(ha));
     touch_vas(c->a, 0xa1, false);
     TRY(vas_switch(hb));
     touch_vas(c->b, 0xb2, false);
     TRY(vas_switch(ha));
     fprintf(stderr, "bench_switch: %s segs=%d: attach, populate: %.1f ms\n", name, c->segs,
-            (now_ns() - t0) / 1e6);
+            (bench_now_ns() - t0) / 1e6);
     if (engine == VAS_ENGINE_PARK) { /* warm up; a remap switch is too slow to waste */
         TRY(vas_switch(hb));
         TRY(vas_switch(ha));
     }
 
     for (int r = 0; r < opt.repeats; r++) {
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (int k = 0; k < trips; k++) {
             TRY(vas_switch(hb));
             TRY(vas_switch(ha));
         }
-        emit(name, (now_ns() - t0) / 1e3 / (2.0 * trips), c, "mmap_populate", NULL);
+        emit(name, (bench_now_ns() - t0) / 1e3 / (2.0 * trips), c, "mmap_populate", NULL);
     }
     touch_vas(c->a, 0xa1, true);
     TRY(vas_switch(hb));
     touch_vas(c->b, 0xb2, true);
     TRY(vas_switch(VAS_HOME));
     print_park_stats(name, c->segs);
-    while (n_handles > 0)
-        TRY(vas_detach(handles[--n_handles]));
+    bench_detach_all();
 }
 
 /* ---- baselines ---- */
@@ -260,7 +201,7 @@ static void bench_mmap_populate(const struct config *c)
         return;
     }
     char path[128];
-    snprintf(path, sizeof path, "%s/baseline.data", root);
+    snprintf(path, sizeof path, "%s/baseline.data", bench_root());
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         perror("bench_switch: baseline file");
@@ -278,7 +219,7 @@ static void bench_mmap_populate(const struct config *c)
     for (int r = -1; r < opt.repeats; r++) { /* r == -1: warm-up, fills the file's pages */
         uint64_t map_sum = 0, unmap_sum = 0;
         for (int it = 0; it < iters; it++) {
-            uint64_t t0 = now_ns();
+            uint64_t t0 = bench_now_ns();
             for (int s = 0; s < c->segs; s++) {
                 maps[s] = mmap(NULL, c->seg_bytes, PROT_READ | PROT_WRITE,
                                MAP_SHARED | MAP_POPULATE, fd, (off_t)(s * c->seg_bytes));
@@ -287,11 +228,11 @@ static void bench_mmap_populate(const struct config *c)
                     exit(1);
                 }
             }
-            uint64_t t1 = now_ns();
+            uint64_t t1 = bench_now_ns();
             for (int s = 0; s < c->segs; s++)
                 munmap(maps[s], c->seg_bytes);
             map_sum += t1 - t0;
-            unmap_sum += now_ns() - t1;
+            unmap_sum += bench_now_ns() - t1;
         }
         if (r < 0)
             continue;
@@ -340,11 +281,11 @@ static double pipe_switch_us(int trips)
     uint64_t t0 = 0;
     for (int k = -1000; ok && k < trips; k++) { /* k < 0: warm-up */
         if (k == 0)
-            t0 = now_ns();
+            t0 = bench_now_ns();
         ok = write(ping[1], &b, 1) == 1 && read(pong[0], &b, 1) == 1;
     }
     if (ok)
-        us = (now_ns() - t0) / 1e3 / (2.0 * trips);
+        us = (bench_now_ns() - t0) / 1e3 / (2.0 * trips);
     close(ping[1]);
     close(pong[0]);
     if (pid > 0)
@@ -375,14 +316,13 @@ static void bench_config(int segs)
                        : make_vas("bsw-b", segs, segs, opt.seg_size);
     bench_engine(&c, VAS_ENGINE_PARK, "switch_park", opt.park_trips);
     bench_engine(&c, VAS_ENGINE_REMAP, "switch_remap", opt.remap_trips);
-    teardown();
+    bench_teardown();
 }
 
 static int bench_main(void)
 {
-    atexit(teardown);
     fprintf(stderr, "bench_switch: registry %s, segments of %" PRIu64 " bytes, 1 and %d per"
-            " VAS\n", root, opt.seg_size, opt.max_segs);
+            " VAS\n", bench_root(), opt.seg_size, opt.max_segs);
     bench_config(1);
     if (opt.max_segs > 1)
         bench_config(opt.max_segs);
@@ -397,67 +337,10 @@ static int bench_main(void)
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)type, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static pid_t worker;
-
-static void forward_signal(int sig)
-{
-    if (worker > 0)
-        kill(worker, sig);
-}
-
-/* Run body() in a child inside a fresh registry; remove the registry however it ended. */
-static int run_in_private_registry(int (*body)(void))
-{
-    snprintf(root, sizeof root, "/dev/shm/exomem-bench-XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("bench_switch: mkdtemp");
-        return 1;
-    }
-    setenv("EXOMEM_ROOT", root, 1); /* before any exomem call: the config is read once */
-    fflush(NULL);
-    worker = fork();
-    if (worker == 0)
-        exit(body());
-    int status = 1 << 8;
-    if (worker > 0) {
-        struct sigaction sa = { .sa_handler = forward_signal };
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        while (waitpid(worker, &status, 0) < 0)
-            ;
-    } else {
-        perror("bench_switch: fork");
-    }
-    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (WIFSIGNALED(status)) {
-        fprintf(stderr, "bench_switch: killed by signal %d\n", WTERMSIG(status));
-        return 1;
-    }
-    return WEXITSTATUS(status);
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_switch [--seg-size SIZE] [--max-segs N] [--repeats N]\n"
                "       [--park-trips K] [--remap-trips K] [--quick]\n");
-}
-
-static int positive(const char *s)
-{
-    int v = atoi(s);
-    if (v <= 0) {
-        usage(stderr);
-        exit(2);
-    }
-    return v;
 }
 
 int main(int argc, char **argv)
@@ -468,18 +351,15 @@ int main(int argc, char **argv)
         { "repeats", required_argument, NULL, 'r' },
         { "park-trips", required_argument, NULL, 'p' },
         { "remap-trips", required_argument, NULL, 'm' },
-        { "quick", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        BENCH_COMMON_LONGOPTS,
     };
-    for (int i = 1; i < argc; i++) /* --quick first, so explicit options override it */
-        if (!strcmp(argv[i], "--quick")) {
-            opt.seg_size = 64 * MIB;
-            opt.repeats = 2;
-            opt.park_trips = 50;
-            opt.remap_trips = 2;
-            opt.pipe_trips = 10000;
-        }
+    if (bench_has_flag(argc, argv, "--quick")) { /* first, so explicit options override it */
+        opt.seg_size = 64 * MIB;
+        opt.repeats = 2;
+        opt.park_trips = 50;
+        opt.remap_trips = 2;
+        opt.pipe_trips = 10000;
+    }
     int ch;
     while ((ch = getopt_long(argc, argv, "s:n:r:p:m:h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -491,19 +371,19 @@ int main(int argc, char **argv)
             }
             break;
         case 'n':
-            opt.max_segs = positive(optarg);
+            opt.max_segs = (int)bench_positive(optarg);
             if (opt.max_segs > MAX_SEGS) {
                 fprintf(stderr, "bench_switch: --max-segs at most %d\n", MAX_SEGS);
                 return 2;
             }
             break;
-        case 'r': opt.repeats = positive(optarg); break;
-        case 'p': opt.park_trips = positive(optarg); break;
-        case 'm': opt.remap_trips = positive(optarg); break;
+        case 'r': opt.repeats = (int)bench_positive(optarg); break;
+        case 'p': opt.park_trips = (int)bench_positive(optarg); break;
+        case 'm': opt.remap_trips = (int)bench_positive(optarg); break;
         case 'q': break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    return run_in_private_registry(bench_main);
+    return bench_run_in_private_registry(bench_main);
 }
