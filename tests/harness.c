@@ -42,7 +42,9 @@ static void root_cleanup(void)
 
 const char *test_root_setup(void)
 {
-    snprintf(root_path, sizeof root_path, "/dev/shm/exomem-test-XXXXXX");
+    /* The pid in the name lets the suite's cleanup tell a crashed test's leftover from a
+     * registry still in use (tests/cleanup_roots.sh). */
+    snprintf(root_path, sizeof root_path, "/dev/shm/exomem-test-%d-XXXXXX", (int)getpid());
     if (!mkdtemp(root_path)) {
         perror("mkdtemp");
         exit(1);
