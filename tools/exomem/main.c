@@ -8,6 +8,7 @@
  *   exomem vas add-seg VAS SEG [--ro]
  *   exomem vas rm-seg VAS SEG
  *   exomem vas rm NAME
+ *   exomem run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] -- PROGRAM [ARGS]
  *
  * Exit codes (enum cli_exit in util.h): 0 ok, 1 operation failed, 2 usage error (including
  * bad names, alignment, size and page size), 3 not found, 4 permission denied, 5 exists
@@ -35,7 +36,9 @@ static const char top_help[] =
     "  vas create NAME [--mode MODE]    create an empty VAS (mode default 0660)\n"
     "  vas add-seg VAS SEG [--ro]       record a segment in a VAS (read-write unless --ro)\n"
     "  vas rm-seg VAS SEG               remove a segment from a VAS\n"
-    "  vas rm NAME                      delete a VAS (its segments remain)\n\n"
+    "  vas rm NAME                      delete a VAS (its segments remain)\n"
+    "  run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] -- PROGRAM [ARGS]\n"
+    "                                   run PROGRAM with its malloc heap in one segment\n\n"
     "Options:\n"
     "  -h, --help       this help; 'exomem COMMAND [SUBCOMMAND] --help' for one command\n"
     "  -V, --version    print the version\n\n"
@@ -66,6 +69,7 @@ int main(int argc, char **argv)
         {"show", &show_cmd, run_show},
         {"seg", &seg_cmd, run_seg},
         {"vas", &vas_cmd, run_vas},
+        {"run", &run_cmd, run_run},
     };
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
                       !strcmp(argv[1], "help"))) {
