@@ -1,0 +1,300 @@
+/* graph500: Graph500 BFS (generate, build, 64 validated searches) with the graph in memory
+ * of a chosen kind, to compare paging set-ups: anonymous memory, an exomem segment with 4K
+ * pages, the same with transparent huge pages (madvise), or segments of 2M or 1G pages.
+ * Prints {"name":"graph500_teps","unit":"TEPS","value":<harmonic mean>,"params":{...}};
+ * exits 1 if any search fails validation, 0 with a "skip" line when no huge page pool can be
+ * had. Huge page pools it enlarges are restored before it exits. */
+#include "bench_util.h"
+#include "graph500.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SEG_BASE UINT64_C(0x500000000000) /* 1 GiB aligned, clear of the tests' bases */
+#define SEED UINT64_C(0x6772617068353030)
+#define ALIGN 4096
+#define ARENA_STACK 64
+
+enum memory_kind { MEM_ANON, MEM_SEG4K, MEM_THP, MEM_SEG2M, MEM_SEG1G };
+static const char *const memory_names[] = { "anon", "seg4k", "thp", "seg2m", "seg1g" };
+static const uint64_t memory_page[] = { 4096, SEG_PAGE_4K, SEG_PAGE_4K, SEG_PAGE_2M,
+                                        SEG_PAGE_1G };
+
+static struct {
+    int scale;
+    int keys;
+    enum memory_kind memory;
+} opt = { 0, 64, MEM_ANON };
+
+/* A bump allocator over one region; releasing the newest allocation gives its space back,
+ * which is all the graph500 library's alloc/release pairs need. */
+static struct {
+    char *base;
+    size_t size, top;
+    size_t starts[ARENA_STACK];
+    int depth;
+} arena;
+
+static void *arena_alloc(void *ctx, size_t bytes)
+{
+    (void)ctx;
+    size_t need = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+    if (arena.depth == ARENA_STACK || need > arena.size - arena.top)
+        return NULL;
+    arena.starts[arena.depth++] = arena.top;
+    void *p = arena.base + arena.top;
+    arena.top += need;
+    return p;
+}
+
+static void arena_release(void *ctx, void *p)
+{
+    (void)ctx;
+    if (p && arena.depth > 0 && (char *)p == arena.base + arena.starts[arena.depth - 1])
+        arena.top = arena.starts[--arena.depth];
+}
+
+static const struct g500_allocator arena_allocator = { arena_alloc, arena_release, NULL };
+
+/* What the library allocates at its peak, each array rounded up to ALIGN. */
+static size_t arena_bytes(int scale, size_t page)
+{
+    size_t n = (size_t)1 << scale, m = n * G500_EDGEFACTOR;
+    size_t arrays[] = { m * sizeof(struct g500_edge), n * 8 /* permutation */,
+                        (n + 1) * 8 /* offsets */, 2 * m * 8 /* neighbours */,
+                        n * 8 /* parents */, n * 8 /* queue or levels */, n /* marks */ };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        total += (arrays[i] + ALIGN - 1) / ALIGN * ALIGN;
+    return (total + page - 1) / page * page;
+}
+
+static void params(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "\"scale\":%d,\"memory\":\"%s\"", opt.scale, memory_names[opt.memory]);
+}
+
+static void emit_skip(const char *reason)
+{
+    char p[128];
+    params(p, sizeof p);
+    printf("{\"name\":\"skip\",\"params\":{%s},\"reason\":\"%s\"}\n", p, reason);
+    fflush(stdout);
+}
+
+/* ---- huge page pool (parent process) ---- */
+
+static char pool_path[128];
+static long pool_before = -1;
+
+static long read_pool(void)
+{
+    FILE *f = fopen(pool_path, "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static int write_pool(long pages)
+{
+    FILE *f = fopen(pool_path, "w");
+    if (!f)
+        return -1;
+    int ok = fprintf(f, "%ld\n", pages) > 0;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+/* Grow the pool by the pages the arena needs; false if the kernel will not. */
+static bool reserve_pool(size_t bytes)
+{
+    uint64_t page = memory_page[opt.memory];
+    snprintf(pool_path, sizeof pool_path, "/sys/kernel/mm/hugepages/hugepages-%lukB/nr_hugepages",
+             (unsigned long)(page >> 10));
+    pool_before = read_pool();
+    if (pool_before < 0)
+        return false;
+    long want = pool_before + (long)(bytes / page);
+    if (write_pool(want) != 0 || read_pool() < want) {
+        write_pool(pool_before);
+        pool_before = -1;
+        return false;
+    }
+    return true;
+}
+
+static void restore_pool(void)
+{
+    if (pool_before >= 0 && write_pool(pool_before) != 0)
+        fprintf(stderr, "graph500: could not restore %s to %ld\n", pool_path, pool_before);
+    pool_before = -1;
+}
+
+/* ---- the measuring worker ---- */
+
+static segid_t graph_seg;
+
+/* At exit, before bench_util's own teardown: the VAS must go before its segment. */
+static void delete_graph_seg(void)
+{
+    bench_teardown();
+    if (graph_seg && seg_delete(graph_seg) != 0)
+        fprintf(stderr, "graph500: cleanup: seg_delete: %s\n", exomem_last_error());
+    graph_seg = 0;
+}
+
+/* Map the arena as asked; false (after a skip line) when huge pages cannot be had. */
+static bool map_arena(size_t bytes)
+{
+    if (opt.memory == MEM_ANON) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "graph500: mmap %zu bytes: %s\n", bytes, strerror(errno));
+            exit(1);
+        }
+        arena.base = p;
+    } else {
+        atexit(delete_graph_seg);
+        struct seg_opts so = { .page_size = memory_page[opt.memory] };
+        int rc = seg_alloc_ex("graph500", SEG_BASE, bytes, 0600, &so, &graph_seg);
+        if (rc == -EXO_ENOHUGE) {
+            emit_skip("no huge page pool or hugetlbfs mount");
+            return false;
+        }
+        TRY(rc);
+        vasid_t vid = bench_make_vas("graph500");
+        TRY(seg_attach(vid, graph_seg, SEG_RDWR));
+        TRY(vas_switch(bench_attach(vid)));
+        arena.base = (char *)(uintptr_t)SEG_BASE;
+        if (opt.memory == MEM_THP && madvise(arena.base, bytes, MADV_HUGEPAGE) != 0) {
+            fprintf(stderr, "graph500: madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
+            exit(1);
+        }
+    }
+    arena.size = bytes;
+    return true;
+}
+
+static void check(int rc, const char *what)
+{
+    if (rc < 0)
+        bench_die(what, rc);
+}
+
+static int measure(void)
+{
+    size_t bytes = arena_bytes(opt.scale, memory_page[opt.memory]);
+    if (!map_arena(bytes))
+        return 0;
+    const struct g500_allocator *a = &arena_allocator;
+    struct g500_edgelist el;
+    struct g500_csr g;
+    uint64_t t0 = bench_now_ns();
+    check(g500_generate(opt.scale, G500_EDGEFACTOR, SEED, a, &el), "g500_generate");
+    uint64_t t1 = bench_now_ns();
+    check(g500_csr_build(&el, a, &g), "g500_csr_build");
+    uint64_t t2 = bench_now_ns();
+    fprintf(stderr, "graph500: scale %d, %s: generation %.3f s, construction %.3f s\n",
+            opt.scale, memory_names[opt.memory], (t1 - t0) / 1e9, (t2 - t1) / 1e9);
+
+    int64_t *parent = arena_alloc(NULL, (size_t)g.nvertices * sizeof *parent);
+    int64_t *keys = malloc((size_t)opt.keys * sizeof *keys);
+    double *teps = malloc((size_t)opt.keys * sizeof *teps);
+    if (!parent || !keys || !teps) {
+        fprintf(stderr, "graph500: out of memory\n");
+        return 1;
+    }
+    int nkeys = g500_choose_keys(&g, opt.keys, SEED, keys);
+    check(nkeys, "g500_choose_keys");
+    int invalid = 0;
+    for (int k = 0; k < nkeys; k++) {
+        uint64_t s0 = bench_now_ns();
+        check(g500_bfs(&g, keys[k], parent, a), "g500_bfs");
+        uint64_t s1 = bench_now_ns();
+        int64_t edges = 0;
+        int failed = g500_validate(&el, keys[k], parent, a, &edges);
+        check(failed, "g500_validate");
+        if (failed) {
+            fprintf(stderr, "graph500: search %d from %lld fails validation (checks %#x)\n", k,
+                    (long long)keys[k], (unsigned)failed);
+            invalid = 1;
+        }
+        teps[k] = (double)edges / ((double)(s1 - s0 ? s1 - s0 : 1) / 1e9);
+    }
+    char p[128];
+    params(p, sizeof p);
+    bench_emit("graph500_teps", "TEPS", g500_harmonic_mean(teps, nkeys), p, NULL, NULL);
+    free(keys);
+    free(teps);
+    return invalid;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: graph500 --scale S [--keys N] [--memory anon|seg4k|thp|seg2m|seg1g] "
+               "[--quick]\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "scale", required_argument, NULL, 's' },
+        { "keys", required_argument, NULL, 'k' },
+        { "memory", required_argument, NULL, 'm' },
+        BENCH_COMMON_LONGOPTS,
+    };
+    if (bench_has_flag(argc, argv, "--quick"))
+        opt.scale = 16, opt.keys = 16;
+    int c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            opt.scale = (int)bench_positive(optarg);
+            break;
+        case 'k':
+            opt.keys = (int)bench_positive(optarg);
+            break;
+        case 'm': {
+            size_t i = 0;
+            while (i < sizeof memory_names / sizeof memory_names[0] &&
+                   strcmp(optarg, memory_names[i]))
+                i++;
+            if (i == sizeof memory_names / sizeof memory_names[0]) {
+                usage(stderr);
+                return 2;
+            }
+            opt.memory = (enum memory_kind)i;
+            break;
+        }
+        case 'q':
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || opt.scale < 1 || opt.scale > 32) {
+        usage(stderr);
+        return 2;
+    }
+    if (opt.memory == MEM_SEG2M || opt.memory == MEM_SEG1G) {
+        if (!reserve_pool(arena_bytes(opt.scale, memory_page[opt.memory]))) {
+            emit_skip("huge page pool could not be reserved");
+            return 0;
+        }
+    }
+    int rc = bench_run_in_private_registry(measure);
+    restore_pool();
+    return rc;
+}

@@ -1,0 +1,121 @@
+/* The specification's validation of a BFS tree. Levels come from the tree itself (depth
+ * below the key); the input edge list, not the CSR graph the search used, is the reference
+ * for the checks that involve edges, so that a CSR bug cannot hide itself. */
+#include "graph500.h"
+
+#include "internal.h"
+
+#include <string.h>
+
+/* level[] markers while tree_levels() walks parent chains. */
+#define ON_PATH (-2)
+#define BROKEN (-3)
+
+int g500_tree_levels(int64_t nvertices, int64_t key, const int64_t *parent, int64_t *level)
+{
+    int64_t n = nvertices;
+    int result = 0;
+    for (int64_t v = 0; v < n; v++) {
+        level[v] = -1;
+        if (parent[v] < -1 || parent[v] >= n)
+            result = G500_CHECK_TREE;
+    }
+    if (parent[key] == key)
+        level[key] = 0;
+    else
+        result = G500_CHECK_TREE;
+    for (int64_t v = 0; v < n; v++) {
+        if (parent[v] < 0 || level[v] != -1)
+            continue;
+        /* Walk up to a vertex of known level, marking the path; reaching the path again is
+         * a cycle, and an unreached or out-of-range parent (or the key, when it is not
+         * its own parent) breaks the chain. */
+        int64_t u = v, steps = 0;
+        int broken = 0;
+        while (level[u] == -1) {
+            level[u] = ON_PATH;
+            steps++;
+            int64_t p = parent[u];
+            if (u == key || p < 0 || p >= n) {
+                broken = 1;
+                break;
+            }
+            u = p;
+        }
+        if (!broken && level[u] < 0)
+            broken = 1; /* ON_PATH: a cycle; BROKEN: joins a broken chain */
+        if (broken) {
+            result = G500_CHECK_TREE;
+            for (u = v; u >= 0 && u < n && level[u] == ON_PATH; u = parent[u])
+                level[u] = BROKEN;
+        } else {
+            int64_t depth = level[u] + steps;
+            for (u = v; level[u] == ON_PATH; u = parent[u])
+                level[u] = depth--;
+        }
+    }
+    for (int64_t v = 0; v < n; v++)
+        if (level[v] == BROKEN)
+            level[v] = -1;
+    return result;
+}
+
+int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *parent,
+                  const struct g500_allocator *a, int64_t *component_edges)
+{
+    if (!el || !parent || !a || key < 0 || key >= el->nvertices)
+        return exo_fail(EXO_EINVAL, "graph500: bad validation arguments");
+    int64_t n = el->nvertices;
+    int64_t *level = a->alloc(a->ctx, (size_t)n * sizeof *level);
+    unsigned char *parent_edge_seen = a->alloc(a->ctx, (size_t)n);
+    if (!level || !parent_edge_seen) {
+        if (a->release) {
+            a->release(a->ctx, parent_edge_seen);
+            a->release(a->ctx, level);
+        }
+        return exo_fail(EXO_ENOMEM, "graph500: no memory for validation");
+    }
+    memset(parent_edge_seen, 0, (size_t)n);
+    int failed = g500_tree_levels(n, key, parent, level);
+
+    for (int64_t v = 0; v < n; v++) {
+        int64_t p = parent[v];
+        if (v != key && p >= 0 && p < n && level[v] >= 0 && level[p] >= 0 &&
+            level[v] - level[p] != 1)
+            failed |= G500_CHECK_TREE_LEVELS;
+    }
+
+    int64_t edges_in = 0;
+    int rc = 0;
+    for (int64_t i = 0; i < el->nedges; i++) {
+        int64_t u = el->edges[i].u, v = el->edges[i].v;
+        if (u < 0 || u >= n || v < 0 || v >= n) {
+            rc = exo_fail(EXO_EINVAL, "graph500: edge %lld out of range", (long long)i);
+            break;
+        }
+        int reached_u = parent[u] >= 0, reached_v = parent[v] >= 0;
+        edges_in += reached_u || reached_v;
+        if (reached_u != reached_v)
+            failed |= G500_CHECK_SPAN;
+        else if (reached_u && level[u] >= 0 && level[v] >= 0 &&
+                 (level[u] - level[v] > 1 || level[v] - level[u] > 1))
+            failed |= G500_CHECK_EDGE_LEVELS;
+        if (parent[u] == v)
+            parent_edge_seen[u] = 1;
+        if (parent[v] == u)
+            parent_edge_seen[v] = 1;
+    }
+    for (int64_t v = 0; v < n; v++)
+        if (v != key && parent[v] >= 0 && !parent_edge_seen[v])
+            failed |= G500_CHECK_PARENT_EDGE;
+
+    if (a->release) {
+        a->release(a->ctx, parent_edge_seen);
+        a->release(a->ctx, level);
+    }
+    if (rc)
+        return rc;
+    if (component_edges)
+        *component_edges = edges_in;
+    return failed;
+}
