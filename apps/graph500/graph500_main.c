@@ -6,6 +6,7 @@
  * had. Huge page pools it enlarges are restored before it exits. */
 #include "bench_util.h"
 #include "graph500.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -88,52 +89,23 @@ static void emit_skip(const char *reason)
 
 /* ---- huge page pool (parent process) ---- */
 
-static char pool_path[128];
 static long pool_before = -1;
-
-static long read_pool(void)
-{
-    FILE *f = fopen(pool_path, "r");
-    long v = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
-}
-
-static int write_pool(long pages)
-{
-    FILE *f = fopen(pool_path, "w");
-    if (!f)
-        return -1;
-    int ok = fprintf(f, "%ld\n", pages) > 0;
-    return (fclose(f) == 0 && ok) ? 0 : -1;
-}
 
 /* Grow the pool by the pages the arena needs; false if the kernel will not. */
 static bool reserve_pool(size_t bytes)
 {
     uint64_t page = memory_page[opt.memory];
-    snprintf(pool_path, sizeof pool_path, "/sys/kernel/mm/hugepages/hugepages-%lukB/nr_hugepages",
-             (unsigned long)(page >> 10));
-    pool_before = read_pool();
-    if (pool_before < 0)
+    long total, free_now;
+    if (exo_os_pool_read(page, &total, &free_now) != 0)
         return false;
-    long want = pool_before + (long)(bytes / page);
-    if (write_pool(want) != 0 || read_pool() < want) {
-        write_pool(pool_before);
-        pool_before = -1;
-        return false;
-    }
-    return true;
+    return exo_os_pool_reserve(page, free_now + (long)(bytes / page), &pool_before) == 0;
 }
 
 static void restore_pool(void)
 {
-    if (pool_before >= 0 && write_pool(pool_before) != 0)
-        fprintf(stderr, "graph500: could not restore %s to %ld\n", pool_path, pool_before);
+    if (exo_os_pool_restore(memory_page[opt.memory], pool_before) != 0)
+        fprintf(stderr, "graph500: could not restore the huge page pool to %ld pages\n",
+                pool_before);
     pool_before = -1;
 }
 

@@ -52,33 +52,7 @@ static void emit_skip(const char *reason)
 
 /* ---- huge page pool: grown in the parent, restored there however the worker ends ---- */
 
-static char pool_dir[96];
 static long pool_saved = -1;
-
-static long read_number(const char *dir, const char *file)
-{
-    char path[160];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "re");
-    long v = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
-}
-
-static bool write_nr(long v)
-{
-    char path[160];
-    snprintf(path, sizeof path, "%s/nr_hugepages", pool_dir);
-    FILE *f = fopen(path, "we");
-    if (!f)
-        return false;
-    bool ok = fprintf(f, "%ld\n", v) > 0;
-    return fclose(f) == 0 && ok;
-}
 
 /* Make sure the pool has enough free pages for the table; NULL on success, else why not. */
 static const char *reserve_pool(void)
@@ -88,30 +62,18 @@ static const char *reserve_pool(void)
     char mount[256];
     if ((!env || !*env) && exo_os_find_hugetlbfs(page, mount, sizeof mount) != 0)
         return "no hugetlbfs mount of this page size";
-    snprintf(pool_dir, sizeof pool_dir, "/sys/kernel/mm/hugepages/hugepages-%llukB",
-             (unsigned long long)(page >> 10));
-    long want = (long)(table_bytes() / page);
-    long nr = read_number(pool_dir, "nr_hugepages"), free_now = read_number(pool_dir,
-                                                                             "free_hugepages");
-    if (nr < 0 || free_now < 0)
-        return "no huge page pool of this size";
-    if (free_now >= want)
-        return NULL;
-    if (geteuid() != 0)
-        return "huge page pool too small (and not root)";
-    pool_saved = nr;
-    if (!write_nr(nr + (want - free_now)))
-        fprintf(stderr, "gups: cannot grow the huge page pool: %s\n", strerror(errno));
-    if (read_number(pool_dir, "free_hugepages") < want)
-        return "huge page pool cannot be grown enough";
-    return NULL;
+    switch (exo_os_pool_reserve(page, (long)(table_bytes() / page), &pool_saved)) {
+    case 0: return NULL;
+    case -EXO_EPERM: return "huge page pool too small (and not root)";
+    case -EXO_ENOHUGE: return "huge page pool cannot be grown enough";
+    default: return "no huge page pool of this size";
+    }
 }
 
 static void restore_pool(void)
 {
-    if (pool_saved >= 0 && !write_nr(pool_saved))
-        fprintf(stderr, "gups: cannot restore %s/nr_hugepages to %ld: %s\n", pool_dir,
-                pool_saved, strerror(errno));
+    if (exo_os_pool_restore(page_size(), pool_saved) != 0)
+        fprintf(stderr, "gups: cannot restore the huge page pool to %ld pages\n", pool_saved);
     pool_saved = -1;
 }
 

@@ -91,4 +91,17 @@ uint64_t exo_os_hugetlbfs_page_size(const char *path);
 /* Find a mounted hugetlbfs with the given page size; writes its path. */
 int exo_os_find_hugetlbfs(uint64_t page_size, char *path, size_t path_len);
 
+/* --- huge page pools --- */
+
+/* Pages in the pool of this page size (SEG_PAGE_2M or SEG_PAGE_1G) and how many are free;
+ * -EXO_ENOHUGE if the kernel has no such pool. Either pointer may be NULL. */
+int exo_os_pool_read(uint64_t page_size, long *total, long *free_pages);
+/* Make at least need_free pages free, growing the pool if needed (root only: -EXO_EPERM).
+ * *saved_total gets the size to give back to exo_os_pool_restore(), or -1 when nothing was
+ * changed. -EXO_ENOHUGE (pool unchanged) when the kernel cannot grant enough pages. */
+int exo_os_pool_reserve(uint64_t page_size, long need_free, long *saved_total);
+/* Put the pool back to saved_total (nothing for -1). Async-signal-safe. */
+int exo_os_pool_restore(uint64_t page_size, long saved_total);
+
+
 #endif
