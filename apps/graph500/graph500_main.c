@@ -4,9 +4,9 @@
  * Prints {"name":"graph500_teps","unit":"TEPS","value":<harmonic mean>,"params":{...}};
  * exits 1 if any search fails validation, 0 with a "skip" line when no huge page pool can be
  * had. Huge page pools it enlarges are restored before it exits. */
+#include "bench_memory.h"
 #include "bench_util.h"
 #include "graph500.h"
-#include "os/os.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -20,16 +20,12 @@
 #define ALIGN 4096
 #define ARENA_STACK 64
 
-enum memory_kind { MEM_ANON, MEM_SEG4K, MEM_THP, MEM_SEG2M, MEM_SEG1G };
-static const char *const memory_names[] = { "anon", "seg4k", "thp", "seg2m", "seg1g" };
-static const uint64_t memory_page[] = { 4096, SEG_PAGE_4K, SEG_PAGE_4K, SEG_PAGE_2M,
-                                        SEG_PAGE_1G };
 
 static struct {
     int scale;
     int keys;
-    enum memory_kind memory;
-} opt = { 0, 64, MEM_ANON };
+    enum bench_memory memory;
+} opt = { 0, 64, BENCH_MEM_ANON };
 
 /* A bump allocator over one region; releasing the newest allocation gives its space back,
  * which is all the graph500 library's alloc/release pairs need. */
@@ -61,8 +57,9 @@ static void arena_release(void *ctx, void *p)
 
 static const struct g500_allocator arena_allocator = { arena_alloc, arena_release, NULL };
 
-/* What the library allocates at its peak, each array rounded up to ALIGN. */
-static size_t arena_bytes(int scale, size_t page)
+/* What the library allocates at its peak, each array rounded up to ALIGN, in whole pages
+ * of the chosen memory. */
+static size_t arena_bytes(int scale)
 {
     size_t n = (size_t)1 << scale, m = n * G500_EDGEFACTOR;
     size_t arrays[] = { m * sizeof(struct g500_edge), n * 8 /* permutation */,
@@ -71,12 +68,12 @@ static size_t arena_bytes(int scale, size_t page)
     size_t total = 0;
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         total += (arrays[i] + ALIGN - 1) / ALIGN * ALIGN;
-    return (total + page - 1) / page * page;
+    return bench_memory_round(opt.memory, total);
 }
 
 static void params(char *buf, size_t cap)
 {
-    snprintf(buf, cap, "\"scale\":%d,\"memory\":\"%s\"", opt.scale, memory_names[opt.memory]);
+    snprintf(buf, cap, "\"scale\":%d,\"memory\":\"%s\"", opt.scale, bench_memory_names[opt.memory]);
 }
 
 static void emit_skip(const char *reason)
@@ -87,69 +84,14 @@ static void emit_skip(const char *reason)
     fflush(stdout);
 }
 
-/* ---- huge page pool (parent process) ---- */
-
-static long pool_before = -1;
-
-/* Grow the pool by the pages the arena needs; false if the kernel will not. */
-static bool reserve_pool(size_t bytes)
-{
-    uint64_t page = memory_page[opt.memory];
-    long total, free_now;
-    if (exo_os_pool_read(page, &total, &free_now) != 0)
-        return false;
-    return exo_os_pool_reserve(page, free_now + (long)(bytes / page), &pool_before) == 0;
-}
-
-static void restore_pool(void)
-{
-    if (exo_os_pool_restore(memory_page[opt.memory], pool_before) != 0)
-        fprintf(stderr, "graph500: could not restore the huge page pool to %ld pages\n",
-                pool_before);
-    pool_before = -1;
-}
-
-/* ---- the measuring worker ---- */
-
-static segid_t graph_seg;
-
-/* At exit, before bench_util's own teardown: the VAS must go before its segment. */
-static void delete_graph_seg(void)
-{
-    bench_teardown();
-    if (graph_seg && seg_delete(graph_seg) != 0)
-        fprintf(stderr, "graph500: cleanup: seg_delete: %s\n", exomem_last_error());
-    graph_seg = 0;
-}
-
 /* Map the arena as asked; false (after a skip line) when huge pages cannot be had. */
 static bool map_arena(size_t bytes)
 {
-    if (opt.memory == MEM_ANON) {
-        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) {
-            fprintf(stderr, "graph500: mmap %zu bytes: %s\n", bytes, strerror(errno));
-            exit(1);
-        }
-        arena.base = p;
-    } else {
-        atexit(delete_graph_seg);
-        struct seg_opts so = { .page_size = memory_page[opt.memory] };
-        int rc = seg_alloc_ex("graph500", SEG_BASE, bytes, 0600, &so, &graph_seg);
-        if (rc == -EXO_ENOHUGE) {
-            emit_skip("no huge page pool or hugetlbfs mount");
-            return false;
-        }
-        TRY(rc);
-        vasid_t vid = bench_make_vas("graph500");
-        TRY(seg_attach(vid, graph_seg, SEG_RDWR));
-        TRY(vas_switch(bench_attach(vid)));
-        arena.base = (char *)(uintptr_t)SEG_BASE;
-        if (opt.memory == MEM_THP && madvise(arena.base, bytes, MADV_HUGEPAGE) != 0) {
-            fprintf(stderr, "graph500: madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
-            exit(1);
-        }
+    const char *why = NULL;
+    arena.base = bench_memory_map(opt.memory, "graph500", SEG_BASE, bytes, &why);
+    if (!arena.base) {
+        emit_skip(why);
+        return false;
     }
     arena.size = bytes;
     return true;
@@ -163,7 +105,7 @@ static void check(int rc, const char *what)
 
 static int measure(void)
 {
-    size_t bytes = arena_bytes(opt.scale, memory_page[opt.memory]);
+    size_t bytes = arena_bytes(opt.scale);
     if (!map_arena(bytes))
         return 0;
     const struct g500_allocator *a = &arena_allocator;
@@ -175,7 +117,7 @@ static int measure(void)
     check(g500_csr_build(&el, a, &g), "g500_csr_build");
     uint64_t t2 = bench_now_ns();
     fprintf(stderr, "graph500: scale %d, %s: generation %.3f s, construction %.3f s\n",
-            opt.scale, memory_names[opt.memory], (t1 - t0) / 1e9, (t2 - t1) / 1e9);
+            opt.scale, bench_memory_names[opt.memory], (t1 - t0) / 1e9, (t2 - t1) / 1e9);
 
     int64_t *parent = arena_alloc(NULL, (size_t)g.nvertices * sizeof *parent);
     int64_t *keys = malloc((size_t)opt.keys * sizeof *keys);
@@ -235,15 +177,12 @@ int main(int argc, char **argv)
             opt.keys = (int)bench_positive(optarg);
             break;
         case 'm': {
-            size_t i = 0;
-            while (i < sizeof memory_names / sizeof memory_names[0] &&
-                   strcmp(optarg, memory_names[i]))
-                i++;
-            if (i == sizeof memory_names / sizeof memory_names[0]) {
+            int kind = bench_memory_parse(optarg);
+            if (kind < 0) {
                 usage(stderr);
                 return 2;
             }
-            opt.memory = (enum memory_kind)i;
+            opt.memory = (enum bench_memory)kind;
             break;
         }
         case 'q':
@@ -260,13 +199,12 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (opt.memory == MEM_SEG2M || opt.memory == MEM_SEG1G) {
-        if (!reserve_pool(arena_bytes(opt.scale, memory_page[opt.memory]))) {
-            emit_skip("huge page pool could not be reserved");
-            return 0;
-        }
+    const char *why = bench_memory_reserve(opt.memory, arena_bytes(opt.scale));
+    if (why) {
+        emit_skip(why);
+        return 0;
     }
     int rc = bench_run_in_private_registry(measure);
-    restore_pool();
+    bench_memory_release();
     return rc;
 }
