@@ -29,6 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <exomem/exomem.h>
+
+#include "os/os.h"
+
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
 #define MARGIN (2 * GIB)
@@ -79,45 +83,13 @@ static struct {
 
 /* ---- huge page pools: saved once, restored on every way out ---- */
 
-/* Paths are formatted before any signal can need them: snprintf is not signal-safe. */
-static char pool_nr_path[NKINDS][128];
 static volatile sig_atomic_t pool_dirty[NKINDS]; /* we changed it; saved value is valid */
 static long pool_saved[NKINDS];
 
-/* Write a decimal number to a sysfs file with open/write/close only (signal-safe). */
-static bool write_number(const char *path, long v)
-{
-    char buf[24];
-    int n = (int)sizeof buf;
-    buf[--n] = '\n';
-    do {
-        buf[--n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v > 0 && n > 0);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t len = (ssize_t)sizeof buf - n;
-    bool ok = write(fd, buf + n, (size_t)len) == len;
-    close(fd);
-    return ok;
-}
-
-static long read_number(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    long v = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
-}
-
+/* Signal-safe (exo_os_pool_restore writes a constant path with open/write/close). */
 static void restore_pool(size_t k)
 {
-    if (pool_dirty[k] && write_number(pool_nr_path[k], pool_saved[k]))
+    if (pool_dirty[k] && exo_os_pool_restore(kinds[k].size, pool_saved[k]) == 0)
         pool_dirty[k] = 0;
 }
 
@@ -147,22 +119,18 @@ static void install_signal_handlers(void)
  * the right to grow the pool it uses whatever is free). */
 static long reserve_pool(size_t k, long want)
 {
-    char free_path[160];
-    snprintf(free_path, sizeof free_path, "%s/free_hugepages", kinds[k].pool_dir);
-    long nr = read_number(pool_nr_path[k]), free_now = read_number(free_path);
-    if (nr < 0 || free_now < 0)
+    long saved, free_after;
+    int rc = exo_os_pool_grow(kinds[k].size, want, &saved, &free_after);
+    if (rc == -EXO_ENOHUGE || rc == -EXO_EPAGESIZE)
         return -1;
-    if (free_now < want) {
-        if (!pool_dirty[k]) {
-            pool_saved[k] = nr;
-            pool_dirty[k] = 1;
-        }
-        if (!write_number(pool_nr_path[k], nr + (want - free_now)))
-            fprintf(stderr, "bench_pagetables: cannot grow %s pool: %s\n", kinds[k].label,
-                    strerror(errno));
-        free_now = read_number(free_path);
+    if (saved >= 0 && !pool_dirty[k]) {
+        pool_saved[k] = saved;
+        pool_dirty[k] = 1;
     }
-    return free_now < 0 ? 0 : free_now;
+    if (rc)
+        fprintf(stderr, "bench_pagetables: cannot grow %s pool: %s\n", kinds[k].label,
+                exomem_strerror(rc));
+    return free_after < 0 ? 0 : free_after;
 }
 
 /* ---- measuring ---- */
@@ -403,10 +371,6 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    for (size_t k = 0; k < NKINDS; k++)
-        if (kinds[k].pool_dir)
-            snprintf(pool_nr_path[k], sizeof pool_nr_path[k], "%s/nr_hugepages",
-                     kinds[k].pool_dir);
     install_signal_handlers();
     atexit(restore_all_pools);
     /* 4K must mean 4K even where THP is "always". */

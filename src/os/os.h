@@ -96,6 +96,11 @@ int exo_os_find_hugetlbfs(uint64_t page_size, char *path, size_t path_len);
 /* Pages in the pool of this page size (SEG_PAGE_2M or SEG_PAGE_1G) and how many are free;
  * -EXO_ENOHUGE if the kernel has no such pool. Either pointer may be NULL. */
 int exo_os_pool_read(uint64_t page_size, long *total, long *free_pages);
+/* Try to make need_free pages free, growing the pool if needed (root only: -EXO_EPERM).
+ * The kernel may grant fewer: *free_after says how many are free now, and the pool is left
+ * grown. *saved_total gets the size to give back to exo_os_pool_restore(), or -1 when
+ * nothing was changed. */
+int exo_os_pool_grow(uint64_t page_size, long need_free, long *saved_total, long *free_after);
 /* Make at least need_free pages free, growing the pool if needed (root only: -EXO_EPERM).
  * *saved_total gets the size to give back to exo_os_pool_restore(), or -1 when nothing was
  * changed. -EXO_ENOHUGE (pool unchanged) when the kernel cannot grant enough pages. */

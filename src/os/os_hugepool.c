@@ -5,17 +5,20 @@
 #include "internal.h"
 
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-static int pool_file(uint64_t page_size, const char *file, char *path, size_t len)
+/* Constant paths: building them with snprintf would make the restore path unsafe in a
+ * signal handler. */
+static const char *pool_file(uint64_t page_size, bool free_count)
 {
-    if (page_size != SEG_PAGE_2M && page_size != SEG_PAGE_1G)
-        return -EXO_EPAGESIZE;
-    snprintf(path, len, "/sys/kernel/mm/hugepages/hugepages-%llukB/%s",
-             (unsigned long long)(page_size >> 10), file);
-    return 0;
+    if (page_size == SEG_PAGE_2M)
+        return free_count ? "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages"
+                          : "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+    if (page_size == SEG_PAGE_1G)
+        return free_count ? "/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
+                          : "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
+    return NULL;
 }
 
 static long read_long(const char *path)
@@ -55,13 +58,10 @@ static int write_long(const char *path, long v)
 
 int exo_os_pool_read(uint64_t page_size, long *total, long *free_pages)
 {
-    char path[128];
-    int rc = pool_file(page_size, "nr_hugepages", path, sizeof path);
-    if (rc)
-        return rc;
-    long t = read_long(path);
-    pool_file(page_size, "free_hugepages", path, sizeof path);
-    long f = read_long(path);
+    if (!pool_file(page_size, false))
+        return -EXO_EPAGESIZE;
+    long t = read_long(pool_file(page_size, false));
+    long f = read_long(pool_file(page_size, true));
     if (t < 0 || f < 0)
         return -EXO_ENOHUGE;
     if (total)
@@ -71,35 +71,42 @@ int exo_os_pool_read(uint64_t page_size, long *total, long *free_pages)
     return 0;
 }
 
-int exo_os_pool_reserve(uint64_t page_size, long need_free, long *saved_total)
+int exo_os_pool_grow(uint64_t page_size, long need_free, long *saved_total, long *free_after)
 {
     long total, free_now;
+    *saved_total = -1;
     int rc = exo_os_pool_read(page_size, &total, &free_now);
     if (rc)
         return rc;
-    *saved_total = -1;
+    *free_after = free_now;
     if (free_now >= need_free)
         return 0;
     if (geteuid() != 0)
         return -EXO_EPERM;
-    char path[128];
-    pool_file(page_size, "nr_hugepages", path, sizeof path);
-    if ((rc = write_long(path, total + (need_free - free_now))) != 0)
+    if ((rc = write_long(pool_file(page_size, false), total + (need_free - free_now))) != 0)
         return rc;
     *saved_total = total;
-    if (exo_os_pool_read(page_size, NULL, &free_now) != 0 || free_now < need_free) {
-        exo_os_pool_restore(page_size, total);
-        *saved_total = -1;
-        return -EXO_ENOHUGE;
-    }
+    if (exo_os_pool_read(page_size, NULL, free_after) != 0)
+        *free_after = 0;
     return 0;
+}
+
+int exo_os_pool_reserve(uint64_t page_size, long need_free, long *saved_total)
+{
+    long free_after;
+    int rc = exo_os_pool_grow(page_size, need_free, saved_total, &free_after);
+    if (rc == 0 && free_after < need_free) {
+        exo_os_pool_restore(page_size, *saved_total);
+        *saved_total = -1;
+        rc = -EXO_ENOHUGE;
+    }
+    return rc;
 }
 
 int exo_os_pool_restore(uint64_t page_size, long saved_total)
 {
     if (saved_total < 0)
         return 0;
-    char path[128];
-    int rc = pool_file(page_size, "nr_hugepages", path, sizeof path);
-    return rc ? rc : write_long(path, saved_total);
+    const char *path = pool_file(page_size, false);
+    return path ? write_long(path, saved_total) : -EXO_EPAGESIZE;
 }
