@@ -7,6 +7,7 @@
 #include <exomem/seg.h>
 #include <exomem/vas.h>
 #include <exomem/alloc.h>
+#include <exomem/vm.h>
 
 #define EXOMEM_VERSION "0.1.0"
 
