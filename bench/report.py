@@ -317,8 +317,11 @@ def can_plot():
         return False
 
 
-def write_html(out, machine, entries, runs, targets, papers, sections):
-    """Write out/index.html and one PNG per section (tables only if matplotlib is missing)."""
+def write_html(out, machine, entries, runs, targets, papers, sections, renderers=None):
+    """Write out/index.html and one PNG per section (tables only if matplotlib is missing).
+    renderers: {section key: render(entries, papers, out, plots) -> html} for sections that
+    draw themselves (bench/sections/*.py); the others get a table and a bar plot."""
+    renderers = renderers or {}
     plots = can_plot()
     parts = ["<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>exomem benchmark "
              "report</title><style>%s</style></head><body>" % CSS,
@@ -330,11 +333,17 @@ def write_html(out, machine, entries, runs, targets, papers, sections):
             continue
         parts.append("<h2>%s</h2>" % esc(title))
         parts.append("<p>%s</p>" % SECTION_INTRO.get(key, ""))
-        if key == "table2":
-            parts.append(targets_html(targets))
+        own_targets = [t for t in targets if t.get("section", "table2") == key]
+        if own_targets:
+            parts.append(targets_html(own_targets))
         if not mine:
             parts.append("<p><i>No measurements (see Runs below for why).</i></p>")
         png = "%s.png" % key
+        if key in renderers:
+            parts.append(renderers[key](mine, theirs, out, plots))
+            if theirs:
+                parts.append("<h3>The paper's numbers</h3>" + paper_table(theirs))
+            continue
         if key == "fig1":
             if plots:
                 plot_fig1(mine, theirs, os.path.join(out, png))

@@ -37,7 +37,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import report  # noqa: E402 (html, plots, number formatting; matplotlib only when plotting)
 from report import fmt_bytes, fmt_num, convert as to_unit  # noqa: E402
 
-# The known programs in report order; any other executable in BUILD/bench runs after them.
+# The known programs in report order; then the programs of the section modules
+# (bench/sections/*.py); any other executable in BUILD/bench runs after them.
 KNOWN_PROGRAMS = ["bench_pagetables", "bench_ctxswitch", "bench_switch", "bench_lock",
                   "bench_alloc"]
 
@@ -48,7 +49,6 @@ SECTIONS = [
     ("table2", "Table 2: vas_switch cost"),
     ("lock", "Lock cost"),
     ("alloc", "Allocator"),
-    ("other", "Other"),
 ]
 SECTION_BY_PROGRAM = {"bench_pagetables": "fig1", "bench_ctxswitch": "table2",
                       "bench_switch": "table2", "bench_lock": "lock", "bench_alloc": "alloc"}
@@ -56,6 +56,44 @@ SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", 
                           ("vas_switch", "table2"), ("mmap_populate", "table2")]
 # Where in the paper a paper number comes from -> the section it is shown in.
 SECTION_BY_PAPER_PLACE = [("Figure 1", "fig1"), ("Table 2", "table2")]
+# Seconds a program may run in a full (not --quick) run, where the default is not enough.
+TIMEOUT_BY_PROGRAM = {}
+
+
+def load_section_modules():
+    """Import bench/sections/*.py in ORDER, and register their sections, programs, name
+    prefixes, paper places and timeouts. A section module defines KEY, TITLE, INTRO, ORDER and
+    PROGRAMS, and optionally NAME_PREFIXES, PAPER_PLACES, PAPERS (file names in bench/paper
+    whose numbers all belong to it), TIMEOUT (seconds, full runs), targets(entries) -> [target]
+    and render(entries, papers, out, plots) -> html (else the generic table and bar plot)."""
+    import importlib.util
+    mods = []
+    for path in sorted(glob.glob(os.path.join(HERE, "sections", "*.py"))):
+        name = "exomem_section_" + os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mods.append(mod)
+    mods.sort(key=lambda m: (getattr(m, "ORDER", 100), m.KEY))
+    for m in mods:
+        SECTIONS.append((m.KEY, m.TITLE))
+        report.SECTION_INTRO[m.KEY] = m.INTRO
+        for prog in m.PROGRAMS:
+            SECTION_BY_PROGRAM[prog] = m.KEY
+            if prog not in KNOWN_PROGRAMS:
+                KNOWN_PROGRAMS.append(prog)
+            if getattr(m, "TIMEOUT", None):
+                TIMEOUT_BY_PROGRAM[prog] = m.TIMEOUT
+        SECTION_BY_NAME_PREFIX.extend((pre, m.KEY) for pre in getattr(m, "NAME_PREFIXES", []))
+        SECTION_BY_PAPER_PLACE.extend((pl, m.KEY) for pl in getattr(m, "PAPER_PLACES", []))
+        for paper in getattr(m, "PAPERS", []):
+            PAPER_SECTION[paper] = m.KEY
+    SECTIONS.append(("other", "Other"))
+    return mods
+
+
+PAPER_SECTION = {}  # paper file name (without .json) -> section key, from section modules
+SECTION_MODULES = load_section_modules()
 
 GIB = 1 << 30
 
@@ -336,6 +374,16 @@ def evaluate_targets(entries):
     return [t1, t2]
 
 
+def all_targets(entries):
+    """Table 2's targets, then each section module's, each tagged with its section."""
+    targets = [dict(t, section="table2") for t in evaluate_targets(entries)]
+    for m in SECTION_MODULES:
+        if hasattr(m, "targets"):
+            mine = [e for e in entries if e["section"] == m.KEY]
+            targets += [dict(t, section=m.KEY) for t in m.targets(mine)]
+    return targets
+
+
 # ---------------------------------------------------------------------------------------
 # papers and output
 
@@ -352,8 +400,9 @@ def load_papers(paper_dir):
         paper = os.path.splitext(os.path.basename(path))[0]
         for n in data.get("numbers", []):
             n = dict(n, paper=paper)
-            n["section"] = next((s for p, s in SECTION_BY_PAPER_PLACE
-                                 if str(n.get("where", "")).startswith(p)), "other")
+            n["section"] = PAPER_SECTION.get(paper) or next(
+                (s for p, s in SECTION_BY_PAPER_PLACE if str(n.get("where", "")).startswith(p)),
+                "other")
             numbers.append(n)
     return numbers
 
@@ -368,7 +417,8 @@ def write_outputs(out, machine, entries, runs, targets, papers):
                                        "section")} for e in entries]}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    report.write_html(out, machine, entries, runs, targets, papers, SECTIONS)
+    renderers = {m.KEY: m.render for m in SECTION_MODULES if hasattr(m, "render")}
+    report.write_html(out, machine, entries, runs, targets, papers, SECTIONS, renderers)
 
 
 def run_all(args):
@@ -384,7 +434,10 @@ def run_all(args):
             print("run.py: %s: not built, skipped" % name, flush=True)
             continue
         print("run.py: %s%s ..." % (name, " --quick" if args.quick else ""), flush=True)
-        recs, info = run_program(path, args.quick, args.timeout)
+        timeout = args.timeout
+        if not args.quick and not args.timeout_given:
+            timeout = max(timeout, TIMEOUT_BY_PROGRAM.get(name, 0))
+        recs, info = run_program(path, args.quick, timeout)
         print("run.py:   %s, %d measurements, %d skipped, %.0f s"
               % (info["status"], len(recs), len(info["skips"]), info["seconds"]), flush=True)
         if info["status"] != "ok" and info["stderr"]:
@@ -398,7 +451,7 @@ def run_all(args):
         machine["dev_shm_new_entries"] = leftovers
     machine["mode"] = "quick" if args.quick else "full"
     entries = aggregate(records)
-    targets = evaluate_targets(entries)
+    targets = all_targets(entries)
     papers = load_papers(args.paper_dir)
     write_outputs(args.out, machine, entries, runs, targets, papers)
     print("run.py: wrote %s/results.json and %s/index.html" % (args.out, args.out))
@@ -478,6 +531,11 @@ def selftest():
     check(targets_slow[0]["verdict"] == "not met" and targets_slow[1]["verdict"] == "not met",
           "a 100x slower switch misses both targets")
     check(evaluate_targets([])[0]["verdict"] == "no data", "no data, no verdict")
+    for m in SECTION_MODULES:
+        check(all(hasattr(m, a) for a in ("KEY", "TITLE", "INTRO", "PROGRAMS")),
+              "section module %s defines KEY, TITLE, INTRO and PROGRAMS" % m.__name__)
+        if hasattr(m, "selftest"):
+            m.selftest(check)
 
     tmp = tempfile.mkdtemp(prefix="exomem-report-selftest-")
     try:
@@ -486,14 +544,15 @@ def selftest():
                  "stderr": "note <on stderr>", "skips": skips},
                 {"program": "bench_lock", "status": "missing: not built", "rc": None,
                  "seconds": 0, "stderr": "", "skips": []}]
-        write_outputs(tmp, machine, entries, runs, targets, load_papers(os.path.join(HERE, "paper")))
+        write_outputs(tmp, machine, entries, runs, all_targets(entries),
+                      load_papers(os.path.join(HERE, "paper")))
         with open(os.path.join(tmp, "results.json")) as f:
             res = json.load(f)
         check("machine" in res and "kernel" in res["machine"], "results.json has machine facts")
         check(len(res["results"]) == len(entries), "results.json has every entry")
         with open(os.path.join(tmp, "index.html")) as f:
             html = f.read()
-        for title in [t for _, t in SECTIONS] + ["class=\"met\">MET", "note &lt;on stderr&gt;"]:
+        for title in [t for k, t in SECTIONS if k != "other"] + ["class=\"met\">MET", "note &lt;on stderr&gt;"]:
             check(title in html, "index.html contains %r" % title)
         pngs = glob.glob(os.path.join(tmp, "*.png"))
         check(len(pngs) >= 4, "PNG plots written (%d)" % len(pngs))
@@ -519,6 +578,7 @@ def main():
     args = ap.parse_args()
     if args.selftest:
         return selftest()
+    args.timeout_given = args.timeout is not None
     if args.timeout is None:
         args.timeout = 300 if args.quick else 900
     return run_all(args)
