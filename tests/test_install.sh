@@ -34,13 +34,19 @@ libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libexomem.so* >/dev/null 2>&1 || fail "no libexomem.so in $libdir"
 [ -f "$prefix/include/exomem/exomem.h" ] || fail "headers not installed in $prefix/include"
 
-# exomem.pc names the prefix given at configure time; --define-variable relocates it to where
-# this test installed it.
+# exomem.pc is relocatable: it finds the prefix from its own directory, so the tree this
+# test installed (under a prefix other than the configured one) needs no --define-variable.
 pkgconf() {
-  PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --define-variable=prefix="$prefix" "$@" exomem
+  PKG_CONFIG_PATH=$(dirname "$pc") pkg-config "$@" exomem
 }
 pkgconf --exists || fail "pkg-config cannot read $pc"
-case "$(pkgconf --cflags)" in *"$prefix/include"*) ;; *) fail "cflags do not name $prefix/include";; esac
+incdir=$(cd "$prefix/include" && pwd -P)
+case "$(pkgconf --cflags)" in
+  *"-I$prefix/include"*|*"-I$incdir"*) ;;
+  *) cflags_dir=$(pkgconf --cflags | sed 's/^ *-I//; s/ *$//')
+     [ "$(cd "$cflags_dir" 2>/dev/null && pwd -P)" = "$incdir" ] \
+       || fail "cflags '$(pkgconf --cflags)' do not name $prefix/include";;
+esac
 
 # A library built with the sanitizers needs them in the program too, and cannot be linked
 # into a fully static program; it is then linked statically with the C library shared.
