@@ -1,0 +1,56 @@
+/* Signal wrappers for the signal engine of the Appel-Li primitives. */
+#include "os/os.h"
+#include "os/os_vm.h"
+#include "internal.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int exo_os_signal_install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fn;
+    /* NODEFER: a handler may touch another protected page (nested fault) without the kernel
+     * killing the process for a blocked synchronous signal. ONSTACK: works on a thread
+     * that has an alternate stack (stack overflow detectors). */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, old) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+int exo_os_signal_restore(int sig, const struct sigaction *act)
+{
+    if (sigaction(sig, act, NULL) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+void exo_os_signal_default(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+int exo_os_signal_thread(pid_t tid, int sig)
+{
+    if (syscall(SYS_tgkill, getpid(), tid, sig) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
+pid_t exo_os_gettid(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
