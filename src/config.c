@@ -4,6 +4,7 @@
  *   EXOMEM_PARK_LIMIT    bytes of parked segments before LRU eviction (default 64G)
  *   EXOMEM_HUGETLBFS_2M  hugetlbfs mount for 2M-page segments (default: found in mounts)
  *   EXOMEM_HUGETLBFS_1G  hugetlbfs mount for 1G-page segments (default: found in mounts)
+ *   EXOMEM_TMPFS_HUGE    tmpfs (huge=advise/within_size/always) for SEG_THP segments
  */
 #include "internal.h"
 
@@ -69,6 +70,7 @@ static void config_load(void)
 
     copy_env(config.hugetlbfs_2m, sizeof config.hugetlbfs_2m, "EXOMEM_HUGETLBFS_2M", "");
     copy_env(config.hugetlbfs_1g, sizeof config.hugetlbfs_1g, "EXOMEM_HUGETLBFS_1G", "");
+    copy_env(config.tmpfs_huge, sizeof config.tmpfs_huge, "EXOMEM_TMPFS_HUGE", "");
 }
 
 const struct exo_config *exo_config(void)

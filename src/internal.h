@@ -22,6 +22,7 @@ struct exo_config {
     uint64_t park_limit;      /* EXOMEM_PARK_LIMIT, bytes (K/M/G suffix), default 64G */
     char hugetlbfs_2m[4096];  /* EXOMEM_HUGETLBFS_2M: hugetlbfs mount for 2M segments */
     char hugetlbfs_1g[4096];  /* EXOMEM_HUGETLBFS_1G: hugetlbfs mount for 1G segments */
+    char tmpfs_huge[4096];    /* EXOMEM_TMPFS_HUGE: tmpfs with huge pages for SEG_THP */
 };
 const struct exo_config *exo_config(void);
 

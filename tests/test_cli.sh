@@ -128,6 +128,7 @@ out_has "2M (2097152 bytes)"
 out_has "0660"
 out_has "v0:rw,v1:ro"
 grep -q '^vas ' "$TMP/out" && fail "show s0 printed a VAS though none is called s0"
+grep -Eq '^  resident +2M$' "$TMP/out" || fail "show s0 lacks its resident size: $(cat "$TMP/out")"
 expect 0 show v0
 out_has "vas v0"
 grep -Eq '^    s0 +rw +0x300000000000-0x300000200000' "$TMP/out" || fail "show v0: $(cat "$TMP/out")"
@@ -135,6 +136,12 @@ grep -Eq '^    s1 +ro ' "$TMP/out" || fail "show v0 does not list s1 read-only"
 expect 0 ls
 grep -Eq '^[0-9]+ +s1 +0x340000000000 +4M +4K +0600 ' "$TMP/out" || fail "ls: $(cat "$TMP/out")"
 grep -Eq '^[0-9]+ +v0 +0660 .* s0:rw,s1:ro$' "$TMP/out" || fail "ls: no v0 row"
+# Page size and backing: s0 is reserved (all of it resident), s2 is sparse (nothing).
+out_has "RESIDENT"
+grep -Eq '^[0-9]+ +s0 +0x300000000000 +2M +4K +0660 +[^ ]+ +2M +[0-9KMG]+ +v0:rw,v1:ro$' \
+    "$TMP/out" || fail "ls: s0 row lacks its backing: $(cat "$TMP/out")"
+grep -Eq '^[0-9]+ +s2 +0x350000000000 +1M +4K +0640 +[^ ]+ +0 +0 +-$' "$TMP/out" ||
+    fail "ls: sparse s2 is not shown as unbacked: $(cat "$TMP/out")"
 expect 0 ls --json
 if [ "$HAVE_PY" = 1 ]; then
     python3 -c 'import json,sys; json.load(sys.stdin)' <"$TMP/out" || fail "ls --json is not JSON"
@@ -145,6 +152,8 @@ json_check 'segs["s0"]["page_size"] == 4096 and segs["s0"]["mode"] == "0660"'
 json_check 'segs["s1"]["mode"] == "0600" and segs["s1"]["base_hex"] == "0x340000000000"'
 json_check 'segs["s2"]["base"] == 0x350000000000 and segs["s2"]["size"] == 1 << 20'
 json_check 'segs["s2"]["mode"] == "0640" and segs["s2"]["noreserve"] is True'
+json_check 'segs["s0"]["resident"] == 2 << 20 and segs["s0"]["huge"] <= segs["s0"]["resident"]'
+json_check 'segs["s0"]["page"] == "4K" and segs["s0"]["thp"] is False and segs["s2"]["resident"] == 0'
 json_check 'segs["s0"]["uid"] == '"$(id -u)"' and vases["v1"]["mode"] == "0600"'
 json_check '[(s["name"], s["access"]) for s in vases["v0"]["segments"]] == [("s0", "rw"), ("s1", "ro")]'
 json_check '[(v["name"], v["access"]) for v in segs["s0"]["vases"]] == [("v0", "rw"), ("v1", "ro")]'
@@ -166,6 +175,18 @@ expect 0 show vas s2
 grep -q '^segment ' "$TMP/out" && fail "show vas s2 printed the segment too"
 expect 0 vas rm s2
 
+# --- transparent huge pages: a tmpfs that allows them (root gets a private mount) ---
+run seg create t0 --base $B2 --size 4M --page thp
+if [ "$rc" -eq 0 ]; then
+    json_check 'segs["t0"]["page"] == "THP" and segs["t0"]["thp"] is True and segs["t0"]["page_size"] == 4096'
+    json_check 'segs["t0"]["resident"] == 4 << 20 and segs["t0"]["flags"] == 2'
+    expect 0 show t0
+    out_has "page size  THP"
+    expect 0 seg rm t0
+elif [ "$rc" -ne 1 ] || ! grep -q 'huge=' "$TMP/err"; then
+    fail "seg create --page thp exited $rc without saying what to mount: $(cat "$TMP/err")"
+fi
+
 # --- usage errors: exit 2, registry unchanged ---
 C=(seg create n --base $B2)
 expect_unchanged 2 seg create
@@ -181,7 +202,7 @@ for bad in "" 12X -1 -2M 2MX 2M2 M 0x 99999999999999999999999 99999999999G 20000
             0 010 " 2M" 2.5M; do
     expect_unchanged 2 "${C[@]}" --size "$bad"
 done
-for bad in "" 3m 4m 2k 1t 4096k 0 x -4k 4k4; do
+for bad in "" 3m 4m 2k 1t 4096k 0 x -4k 4k4 thpx th; do
     expect_unchanged 2 "${C[@]}" --size 2M --page "$bad"
 done
 for bad in "" 8 0999 -1 0x1a4 17777 010000 rw 6a; do

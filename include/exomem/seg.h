@@ -33,10 +33,24 @@ typedef int vhandle_t;      /* a process's attachment of a VAS; VAS_HOME is the 
 
 /* seg_alloc_ex() options. */
 #define SEG_NORESERVE 0x1   /* do not reserve the memory up front (sparse file) */
+/* Transparent huge pages: a 4K-granular segment (page_size SEG_PAGE_4K) whose data lives in
+ * a tmpfs that allows huge pages (EXOMEM_TMPFS_HUGE, else a tmpfs mounted with
+ * huge=advise/within_size/always, else, for root, a private one under the registry), filled
+ * through a MADV_HUGEPAGE mapping. Its 2 MiB-aligned parts get huge pages when the kernel
+ * has them to give (never guaranteed: see seg_backing()); a base that is a multiple of
+ * 2 MiB lets every process map them whole. EXO_ENOHUGE when no such tmpfs can be had. */
+#define SEG_THP 0x2
 
+/* Huge page segments (docs/hugepages.md). 2M and 1G data lives in a hugetlbfs mount
+ * (EXOMEM_HUGETLBFS_2M/_1G, else one found in /proc/self/mounts, else, for root, a private
+ * mount under the registry, $EXOMEM_ROOT/mnt/2M or mnt/1G). Their pages come from the
+ * kernel's pool: when it lacks free pages and the caller is root, the pool is grown for the
+ * segment (all or nothing) and shrunk again by seg_delete(); otherwise EXO_ENOHUGE, with
+ * exomem_last_error() saying how many pages are missing, and nothing is created. Never a
+ * silent fallback to 4K pages. */
 struct seg_opts {
     uint64_t page_size;     /* SEG_PAGE_4K (default when 0), SEG_PAGE_2M or SEG_PAGE_1G */
-    unsigned flags;         /* SEG_NORESERVE */
+    unsigned flags;         /* SEG_NORESERVE, SEG_THP (only with 4K pages) */
 };
 
 struct seg_info {
@@ -48,8 +62,17 @@ struct seg_info {
     mode_t mode;
     uid_t uid;
     gid_t gid;
-    unsigned flags;
+    unsigned flags;         /* SEG_NORESERVE, SEG_THP */
     int64_t created;        /* seconds since the epoch */
+};
+
+/* What memory is behind a segment's data right now (seg_backing()). */
+struct seg_backing {
+    uint64_t page_size;     /* the segment's page size (SEG_PAGE_4K for SEG_THP segments) */
+    unsigned flags;         /* the segment's flags (SEG_THP, SEG_NORESERVE) */
+    uint64_t size;          /* the segment's size */
+    uint64_t resident;      /* bytes that have memory (hugetlb: pages faulted in) */
+    uint64_t huge;          /* bytes of those in huge pages (2M or 1G) */
 };
 
 /* seg_ctl() commands. */
@@ -79,7 +102,8 @@ int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid);
 int seg_ctl(segid_t sid, int cmd, void *arg);
 
 /* Delete a segment and its data. Fails with EXO_EINUSE while a VAS lists it and with
- * EXO_EBUSY while a process holds its lock. */
+ * EXO_EBUSY while a process holds its lock. Gives back the huge pages seg_alloc_ex() added
+ * to the pool for it, and (root) unmounts the registry's private mount it emptied. */
 int seg_delete(segid_t sid);
 
 /* Record segment `sid` in VAS `vid` (persistent, for every process that attaches the VAS
@@ -96,6 +120,13 @@ int seg_attach_local(vhandle_t vh, segid_t sid, int flags);
 
 /* Remove a segment added with seg_attach_local() from this process's attachment `vh`. */
 int seg_detach_local(vhandle_t vh, segid_t sid);
+
+/* Report how much of segment `sid` is resident and how much of that is in huge pages.
+ * For hugetlb segments, from the hugetlbfs file's allocated blocks (all huge). For 4K and
+ * SEG_THP segments, through a read-only mapping of the data file: mincore() finds the
+ * resident pages, only those are touched, and /proc/self/smaps tells which are mapped as
+ * huge pages. Holes are never allocated. Needs read permission (EXO_EACCES). */
+int seg_backing(segid_t sid, struct seg_backing *out);
 
 /* Fill out[0..cap) with the registry's segments, sorted by id, and set *count to how many
  * there are (which may exceed cap). Corrupt entries are skipped and counted in *corrupt

@@ -96,17 +96,66 @@ int exo_os_find_hugetlbfs(uint64_t page_size, char *path, size_t path_len);
 /* Pages in the pool of this page size (SEG_PAGE_2M or SEG_PAGE_1G) and how many are free;
  * -EXO_ENOHUGE if the kernel has no such pool. Either pointer may be NULL. */
 int exo_os_pool_read(uint64_t page_size, long *total, long *free_pages);
-/* Try to make need_free pages free, growing the pool if needed (root only: -EXO_EPERM).
+/* Try to make need_free pages free (and not reserved by a mapping: see
+ * exo_os_pool_available), growing the pool if needed (root only: -EXO_EPERM).
  * The kernel may grant fewer: *free_after says how many are free now, and the pool is left
  * grown. *saved_total gets the size to give back to exo_os_pool_restore(), or -1 when
  * nothing was changed. */
 int exo_os_pool_grow(uint64_t page_size, long need_free, long *saved_total, long *free_after);
-/* Make at least need_free pages free, growing the pool if needed (root only: -EXO_EPERM).
+/* Make at least need_free pages free and unreserved, growing the pool if needed (root
+ * only: -EXO_EPERM).
  * *saved_total gets the size to give back to exo_os_pool_restore(), or -1 when nothing was
  * changed. -EXO_ENOHUGE (pool unchanged) when the kernel cannot grant enough pages. */
 int exo_os_pool_reserve(uint64_t page_size, long need_free, long *saved_total);
 /* Put the pool back to saved_total (nothing for -1). Async-signal-safe. */
 int exo_os_pool_restore(uint64_t page_size, long saved_total);
+/* Pages in the pool and how many of the free ones no mapping has reserved yet (free minus
+ * reserved: what a new mapping can still get). Either pointer may be NULL. */
+int exo_os_pool_available(uint64_t page_size, long *total, long *available);
+/* Shrink the pool by `pages` (never below 0): gives back pages an earlier grow added. Pages
+ * still in use become surplus and the kernel frees them when they are released. Root only. */
+int exo_os_pool_release(uint64_t page_size, long pages);
+/* MemAvailable from /proc/meminfo, in bytes. */
+int exo_os_mem_available(uint64_t *bytes);
+
+/* --- huge page file systems (os_mount.c) --- */
+
+/* A tmpfs's transparent huge page policy (its huge= mount option, or the system-wide
+ * shmem_enabled=force/deny). */
+enum exo_tmpfs_huge {
+    EXO_TMPFS_HUGE_NONE = 0,    /* not a tmpfs, or huge=never, or shmem_enabled=deny */
+    EXO_TMPFS_HUGE_ADVISE,      /* huge pages only for mappings with MADV_HUGEPAGE */
+    EXO_TMPFS_HUGE_ALWAYS,      /* huge=always or within_size: huge pages on any fault */
+};
+/* The policy of the tmpfs that holds `dir` (a mount point or a directory inside one). */
+enum exo_tmpfs_huge exo_os_tmpfs_huge_policy(const char *dir);
+/* A writable tmpfs mount whose policy is not NONE, skipping exomem's private mounts (those
+ * belong to one registry each). Writes its path; -EXO_ENOHUGE if there is none. */
+int exo_os_find_tmpfs_huge(char *path, size_t path_len);
+/* A writable hugetlbfs mount with this page size, skipping exomem's private mounts. */
+int exo_os_find_shared_hugetlbfs(uint64_t page_size, char *path, size_t path_len);
+/* Is `dir` a private mount that exomem made (hugetlbfs of page_size, or for page_size 0 a
+ * tmpfs with huge pages)? */
+bool exo_os_is_private_mount(const char *dir, uint64_t page_size);
+/* Mount exomem's private file system at dir (which exists): hugetlbfs with pagesize=
+ * page_size, or for page_size 0 a tmpfs with huge=within_size. Mode 1777, source
+ * "exomem-2M", "exomem-1G" or "exomem-thp". Needs root (-EXO_EPERM). */
+int exo_os_mount_private(const char *dir, uint64_t page_size);
+/* Detach the mount at dir (lazily: mappings that still use it stay valid). */
+int exo_os_unmount(const char *dir);
+/* Reserve huge pages for all of a hugetlbfs file (a trial shared mapping: the kernel
+ * reserves its pages for the file). -EXO_ENOHUGE if the pool cannot hold it. */
+int exo_os_hugetlb_reserve_file(int fd, uint64_t len);
+/* Allocate all of a tmpfs file through a 2 MiB-aligned mapping with MADV_HUGEPAGE, so that
+ * a huge=advise tmpfs gives it huge pages. -EXO_ENOSPC when the tmpfs is full. */
+int exo_os_thp_fill_file(int fd, uint64_t len);
+/* How much of a tmpfs file (len bytes) has memory behind it (*resident: its allocated
+ * blocks) and how much of that is in huge pages (*huge), in bytes. Maps the file
+ * read-only, asks mincore() which pages of its data extents (SEEK_DATA) hold data,
+ * touches only those (holes stay holes)
+ * and reads the mapping's ShmemPmdMapped/FilePmdMapped from /proc/self/smaps. Pages
+ * allocated but never written (posix_fallocate) count as resident, never as huge. */
+int exo_os_file_residency(int fd, uint64_t len, uint64_t *resident, uint64_t *huge);
 
 
 #endif

@@ -6,9 +6,12 @@
 #include "seg/registry.h"
 #include "seg/vas_record.h"
 
+#include <dirent.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -29,6 +32,20 @@ static int record_path(segid_t sid, char *buf, size_t len)
     return exo_reg_path(buf, len, "segs/%llu", (unsigned long long)sid);
 }
 
+/* Format 1 records (before pool_pages) are the current layout without that field: the same
+ * bytes up to it, then the checksum. Read them as such, so registries made by older builds
+ * keep working; they were never given huge pages for the pool (pool_pages = 0). */
+static int load_format1(const char *path, struct exo_seg_rec *rec)
+{
+    const size_t head = offsetof(struct exo_seg_rec, pool_pages);
+    int rc = exo_record_read(path, rec, head + sizeof rec->checksum, EXO_SEG_MAGIC, 1);
+    if (rc)
+        return rc;
+    memcpy(&rec->checksum, (char *)rec + head, sizeof rec->checksum);
+    rec->pool_pages = 0;
+    return 0;
+}
+
 int exo_seg_load(segid_t sid, struct exo_seg_rec *rec)
 {
     if (sid == 0)
@@ -38,6 +55,10 @@ int exo_seg_load(segid_t sid, struct exo_seg_rec *rec)
     if (rc)
         return rc;
     rc = exo_record_read(path, rec, sizeof *rec, EXO_SEG_MAGIC, EXO_SEG_VERSION);
+    if (rc == -EXO_ECORRUPT && load_format1(path, rec) == 0)
+        rc = 0;
+    else if (rc == -EXO_ECORRUPT) /* say what is wrong with it as a current record */
+        rc = exo_record_read(path, rec, sizeof *rec, EXO_SEG_MAGIC, EXO_SEG_VERSION);
     if (rc == -EXO_ENOENT)
         return exo_fail(EXO_ENOENT, "no segment with id %llu", (unsigned long long)sid);
     if (rc)
@@ -106,36 +127,200 @@ static bool range_is_ours(uint64_t lo, uint64_t hi)
     return exo_claims_cover(lo, hi);
 }
 
-/* Where a huge-page segment's data goes: a hugetlbfs mount of that page size. */
-static int huge_data_path(uint64_t page, uint64_t id, char *buf, size_t len)
+/* Where a huge-page or SEG_THP segment's data goes, and what seg_alloc_ex() did to put it
+ * there, so that a failure can undo exactly that. */
+struct placement {
+    char mount[EXO_PATH_MAX];
+    bool mount_needed;      /* root, nothing found: mount the registry's private one */
+    bool mounted_now;       /* this call mounted it */
+    uint64_t pool_page;     /* hugetlb page size of the pool below, 0 for THP */
+    long pool_added;        /* pages this call added to that pool */
+};
+
+/* Private mounts: $EXOMEM_ROOT/mnt/2M, mnt/1G (hugetlbfs) and mnt/thp (tmpfs). The os layer
+ * names THP mounts by page size 0. */
+static uint64_t mount_kind(uint64_t page)
+{
+    return page == SEG_PAGE_4K ? 0 : page;
+}
+
+static int private_dir(uint64_t page, char *buf, size_t len)
+{
+    return exo_reg_path(buf, len, "mnt/%s", page == SEG_PAGE_2M   ? "2M"
+                                            : page == SEG_PAGE_1G ? "1G"
+                                                                  : "thp");
+}
+
+/* Find the file system for the data: the configured one, the registry's private mount,
+ * a shared mount, or (root) a private mount still to be made. */
+static int locate_mount(const char *name, uint64_t page, struct placement *pl)
 {
     const struct exo_config *cfg = exo_config();
-    const char *configured = page == SEG_PAGE_2M ? cfg->hugetlbfs_2m : cfg->hugetlbfs_1g;
-    char mount[EXO_PATH_MAX];
+    bool thp = page == SEG_PAGE_4K;
+    unsigned long long kib = (unsigned long long)(page >> 10);
+    const char *configured = thp                    ? cfg->tmpfs_huge
+                             : page == SEG_PAGE_2M ? cfg->hugetlbfs_2m
+                                                   : cfg->hugetlbfs_1g;
     if (configured[0]) {
-        if (exo_os_hugetlbfs_page_size(configured) != page)
-            return exo_fail(EXO_ENOHUGE, "%s is not a hugetlbfs mount with %lluK pages",
-                            configured, (unsigned long long)(page >> 10));
-        snprintf(mount, sizeof mount, "%s", configured);
-    } else if (exo_os_find_hugetlbfs(page, mount, sizeof mount) != 0) {
-        return exo_fail(EXO_ENOHUGE, "no writable hugetlbfs mount with %lluK pages; mount "
-                        "one (mount -t hugetlbfs -o pagesize=%lluK none DIR) and set "
-                        "EXOMEM_HUGETLBFS_%s=DIR", (unsigned long long)(page >> 10),
-                        (unsigned long long)(page >> 10), page == SEG_PAGE_2M ? "2M" : "1G");
+        if (thp && exo_os_tmpfs_huge_policy(configured) == EXO_TMPFS_HUGE_NONE)
+            return exo_fail(EXO_ENOHUGE, "segment '%s': EXOMEM_TMPFS_HUGE=%s is not a tmpfs "
+                            "mounted with huge=advise, within_size or always", name, configured);
+        if (!thp && exo_os_hugetlbfs_page_size(configured) != page)
+            return exo_fail(EXO_ENOHUGE, "segment '%s': %s is not a hugetlbfs mount with %lluK "
+                            "pages", name, configured, kib);
+        snprintf(pl->mount, sizeof pl->mount, "%s", configured);
+        return 0;
     }
+    int rc = private_dir(page, pl->mount, sizeof pl->mount);
+    if (rc || exo_os_is_private_mount(pl->mount, mount_kind(page)))
+        return rc;
+    char shared[EXO_PATH_MAX];
+    if ((thp ? exo_os_find_tmpfs_huge(shared, sizeof shared)
+             : exo_os_find_shared_hugetlbfs(page, shared, sizeof shared)) == 0) {
+        snprintf(pl->mount, sizeof pl->mount, "%s", shared);
+        return 0;
+    }
+    if (geteuid() == 0) {
+        pl->mount_needed = true;
+        return 0;
+    }
+    if (thp)
+        return exo_fail(EXO_ENOHUGE, "segment '%s': no tmpfs here allows transparent huge pages "
+                        "(huge=advise, within_size or always); as root: mount -t tmpfs -o "
+                        "huge=within_size,mode=1777 none DIR and set EXOMEM_TMPFS_HUGE=DIR, or "
+                        "run as root and exomem mounts one under the registry", name);
+    return exo_fail(EXO_ENOHUGE, "segment '%s': no writable hugetlbfs mount with %lluK pages; as "
+                    "root: mount -t hugetlbfs -o pagesize=%lluK,mode=1777 none DIR and set "
+                    "EXOMEM_HUGETLBFS_%s=DIR, or run as root and exomem mounts one under the "
+                    "registry", name, kib, kib, page == SEG_PAGE_2M ? "2M" : "1G");
+}
+
+/* Make sure the pool has a free, unreserved page for every page of the segment, growing it
+ * (root, all or nothing) when it has not. */
+static int pool_for(const char *name, uint64_t page, uint64_t size, struct placement *pl)
+{
+    long need = (long)(size / page), total, avail;
+    unsigned long long mib = (unsigned long long)(page >> 20);
+    const char *sys = page == SEG_PAGE_2M ? "/sys/kernel/mm/hugepages/hugepages-2048kB"
+                                          : "/sys/kernel/mm/hugepages/hugepages-1048576kB";
+    if (exo_os_pool_available(page, &total, &avail) != 0)
+        return exo_fail(EXO_ENOHUGE, "segment '%s': this kernel has no pool of %llu MiB huge "
+                        "pages (%s)", name, mib, sys);
+    if (avail >= need)
+        return 0;
+    long missing = need - avail;
+    if (geteuid() != 0)
+        return exo_fail(EXO_ENOHUGE, "segment '%s': needs %ld free %llu MiB huge pages, the pool "
+                        "has %ld free of %ld; run as root (the pool then grows on demand) or "
+                        "add the pages: echo %ld > %s/nr_hugepages", name, need, mib, avail,
+                        total, total + missing, sys);
+    uint64_t mem;
+    if (exo_os_mem_available(&mem) == 0 && (uint64_t)missing > mem / page)
+        return exo_fail(EXO_ENOHUGE, "segment '%s': needs %ld free %llu MiB huge pages, the pool "
+                        "has %ld free; %ld more would take %llu MiB but only %llu MiB of memory "
+                        "is available", name, need, mib, avail, missing,
+                        (unsigned long long)missing * mib, (unsigned long long)(mem >> 20));
+    long saved;
+    int rc = exo_os_pool_reserve(page, need, &saved);
+    if (rc == -EXO_ENOHUGE)
+        return exo_fail(EXO_ENOHUGE, "segment '%s': needs %ld free %llu MiB huge pages, the pool "
+                        "has %ld free and the kernel could not add %ld more (memory too "
+                        "fragmented?); %s/nr_hugepages is unchanged", name, need, mib, avail,
+                        missing, sys);
+    if (rc)
+        return exo_fail(-rc, "segment '%s': cannot grow the %llu MiB huge page pool (%s)", name,
+                        mib, sys);
+    long after;
+    pl->pool_page = page;
+    pl->pool_added = saved >= 0 && exo_os_pool_read(page, &after, NULL) == 0 ? after - saved : 0;
+    return 0;
+}
+
+static int mount_private(const char *name, uint64_t page, struct placement *pl)
+{
+    char parent[EXO_PATH_MAX];
+    int rc = exo_reg_path(parent, sizeof parent, "mnt");
+    if (rc)
+        return rc;
+    if ((mkdir(parent, 0755) != 0 && errno != EEXIST) ||
+        (mkdir(pl->mount, 0755) != 0 && errno != EEXIST))
+        return exo_fail(exo_os_code(errno), "segment '%s': cannot create %s: %s", name,
+                        pl->mount, strerror(errno));
+    if ((rc = exo_os_mount_private(pl->mount, mount_kind(page))) != 0) {
+        int err = errno;
+        rmdir(pl->mount);
+        rmdir(parent); /* fails harmlessly while another private mount remains */
+        errno = err;
+        return exo_fail(rc == -EXO_EPERM ? EXO_ENOHUGE : -rc, "segment '%s': cannot mount a "
+                        "private %s at %s: %s", name, page == SEG_PAGE_4K ? "tmpfs" : "hugetlbfs",
+                        pl->mount, strerror(errno));
+    }
+    pl->mounted_now = true;
+    return 0;
+}
+
+/* Unmount a private mount of this registry once no segment data is left in it (root only;
+ * otherwise it simply stays). Mappings still using it stay valid (lazy detach). */
+static void release_private_if_empty(const char *mount)
+{
+    char parent[EXO_PATH_MAX];
+    if (geteuid() != 0 || exo_reg_path(parent, sizeof parent, "mnt/") != 0 ||
+        strncmp(mount, parent, strlen(parent)) != 0)
+        return;
+    DIR *d = opendir(mount);
+    if (!d)
+        return;
+    bool empty = true;
+    struct dirent *e;
+    while (empty && (e = readdir(d)) != NULL)
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    if (empty && exo_os_unmount(mount) == 0) {
+        rmdir(mount);
+        parent[strlen(parent) - 1] = '\0';
+        rmdir(parent); /* fails harmlessly while another private mount remains */
+    }
+}
+
+/* Undo what place_data() did (after a failure). */
+static void unplace(struct placement *pl)
+{
+    if (pl->pool_added > 0)
+        exo_os_pool_release(pl->pool_page, pl->pool_added);
+    if (pl->mounted_now)
+        release_private_if_empty(pl->mount);
+}
+
+/* Choose the data file of a hugetlb or SEG_THP segment: find or mount its file system and,
+ * for hugetlb, make the pool big enough. Nothing is left changed on failure. */
+static int place_data(struct exo_seg_rec *rec, struct placement *pl)
+{
+    int rc = locate_mount(rec->name, rec->page_size, pl);
+    if (!rc && rec->page_size != SEG_PAGE_4K)
+        rc = pool_for(rec->name, rec->page_size, rec->size, pl);
+    if (!rc && pl->mount_needed)
+        rc = mount_private(rec->name, rec->page_size, pl);
+    if (rc) {
+        unplace(pl);
+        return rc;
+    }
+    rec->pool_pages = pl->pool_added > 0 ? (uint64_t)pl->pool_added : 0;
     /* Name the file after the registry too, so two registries never share a file. */
     uint64_t h = UINT64_C(0xcbf29ce484222325);
     for (const char *p = exomem_root(); *p; p++)
         h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
-    if (snprintf(buf, len, "%s/exomem-%016llx-%llu", mount, (unsigned long long)h,
-                 (unsigned long long)id) >= (int)len)
-        return exo_fail(EXO_ENAMETOOLONG, "hugetlbfs path under %s is too long", mount);
+    if (snprintf(rec->data_path, sizeof rec->data_path, "%s/exomem-%016llx-%llu", pl->mount,
+                 (unsigned long long)h, (unsigned long long)rec->id) >=
+        (int)sizeof rec->data_path) {
+        unplace(pl);
+        return exo_fail(EXO_ENAMETOOLONG, "data path under %s is too long", pl->mount);
+    }
     return 0;
 }
 
-/* Make the data file: exact mode, full size, memory reserved unless SEG_NORESERVE. For
- * hugetlbfs, a trial shared mapping reserves the pages and tells at once if the pool is
- * short. */
+/* Make the data file: exact mode, full size, memory reserved unless SEG_NORESERVE. hugetlbfs
+ * files always reserve their pages (a trial mapping), which tells at once if the pool is
+ * short; SEG_THP files are filled through a MADV_HUGEPAGE mapping. */
 static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *path)
 {
     int fd = exo_os_open(path, O_RDWR | O_CREAT | O_EXCL, mode);
@@ -143,21 +328,20 @@ static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *p
         return exo_fail(-fd, "segment '%s': cannot create %s: %s", rec->name, path,
                         strerror(errno));
     int rc = fchmod(fd, mode) == 0 ? 0 : -exo_os_code(errno);
-    bool huge = rec->page_size != SEG_PAGE_4K;
+    bool hugetlb = rec->page_size != SEG_PAGE_4K, thp = rec->flags & SEG_THP;
+    bool reserve = !(rec->flags & SEG_NORESERVE);
     if (!rc)
-        rc = exo_os_size_file(fd, rec->size, !huge && !(rec->flags & SEG_NORESERVE));
-    if (rc) {
+        rc = exo_os_size_file(fd, rec->size, !hugetlb && !thp && reserve);
+    if (rc)
         rc = exo_fail(-rc, "segment '%s': cannot size %s to %llu bytes", rec->name, path,
                       (unsigned long long)rec->size);
-    } else if (huge) {
-        void *p = mmap(NULL, rec->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED)
-            rc = exo_fail(EXO_ENOHUGE, "segment '%s': the %lluK huge page pool cannot hold "
-                          "%llu bytes", rec->name, (unsigned long long)(rec->page_size >> 10),
-                          (unsigned long long)rec->size);
-        else
-            munmap(p, rec->size);
-    }
+    else if (hugetlb && exo_os_hugetlb_reserve_file(fd, rec->size) != 0)
+        rc = exo_fail(EXO_ENOHUGE, "segment '%s': the %lluK huge page pool cannot hold %llu "
+                      "bytes (its free pages were taken meanwhile)", rec->name,
+                      (unsigned long long)(rec->page_size >> 10), (unsigned long long)rec->size);
+    else if (thp && reserve && (rc = exo_os_thp_fill_file(fd, rec->size)) != 0)
+        rc = exo_fail(-rc, "segment '%s': cannot fill %s with %llu bytes", rec->name, path,
+                      (unsigned long long)rec->size);
     exo_os_close(fd);
     if (rc)
         unlink(path);
@@ -175,8 +359,11 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
         return rc;
     if (!sid)
         return exo_fail(EXO_EINVAL, "segment '%s': sid is NULL", name);
-    if (flags & ~(unsigned)SEG_NORESERVE)
+    if (flags & ~(unsigned)(SEG_NORESERVE | SEG_THP))
         return exo_fail(EXO_EINVAL, "segment '%s': unknown flags %#x", name, flags);
+    if ((flags & SEG_THP) && page != SEG_PAGE_4K)
+        return exo_fail(EXO_EINVAL, "segment '%s': SEG_THP goes with 4K pages, not %lluK "
+                        "(hugetlb pages are huge already)", name, (unsigned long long)(page >> 10));
     char desc[256];
     if (exo_os_range_mapped_except(base, size, range_is_ours, desc, sizeof desc))
         return exo_fail(EXO_EOVERLAP, "segment '%s': [%#llx, %#llx) overlaps mapping %s", name,
@@ -202,9 +389,11 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
     rec.created = (int64_t)time(NULL);
     snprintf(rec.name, sizeof rec.name, "%s", name);
     char dpath[EXO_PATH_MAX], rpath[EXO_PATH_MAX];
+    struct placement pl = {.pool_added = 0};
+    bool placed = false;
     rc = exo_reg_next_id(&rec.id);
-    if (!rc && page != SEG_PAGE_4K)
-        rc = huge_data_path(page, rec.id, rec.data_path, sizeof rec.data_path);
+    if (!rc && (page != SEG_PAGE_4K || (flags & SEG_THP)))
+        placed = (rc = place_data(&rec, &pl)) == 0;
     if (!rc)
         rc = data_path(&rec, dpath, sizeof dpath);
     if (!rc)
@@ -219,6 +408,8 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
         if (rc)
             unlink(dpath);
     }
+    if (rc && placed)
+        unplace(&pl);
     exo_reg_unlock(lock);
     if (!rc)
         *sid = rec.id;
@@ -414,8 +605,8 @@ EXO_API int seg_delete(segid_t sid)
         rc = exo_fail(EXO_EBUSY, "segment '%s' is switched in by a process", rec.name);
     if (!rc)
         rc = exo_name_unlink(EXO_KIND_SEG, rec.name);
+    char path[EXO_PATH_MAX] = "";
     if (!rc) {
-        char path[EXO_PATH_MAX];
         if (record_path(sid, path, sizeof path) == 0)
             unlink(path);
         if (data_path(&rec, path, sizeof path) == 0)
@@ -423,8 +614,53 @@ EXO_API int seg_delete(segid_t sid)
     }
     if (fd >= 0)
         exo_os_close(fd);
+    if (!rc) {
+        /* The file is gone and closed here: its huge pages are back in the pool (or, if
+         * another process still maps it, become surplus pages freed when it lets go). */
+        if (rec.pool_pages)
+            exo_os_pool_release(rec.page_size, (long)rec.pool_pages);
+        char *slash = strrchr(path, '/');
+        if (rec.data_path[0] && slash) {
+            *slash = '\0';
+            release_private_if_empty(path);
+        }
+    }
     exo_reg_unlock(lock);
     return rc;
+}
+
+EXO_API int seg_backing(segid_t sid, struct seg_backing *out)
+{
+    exo_clear_error();
+    if (!out)
+        return exo_fail(EXO_EINVAL, "seg_backing: out is NULL");
+    struct exo_seg_rec rec;
+    int rc = exo_seg_load(sid, &rec);
+    int fd;
+    bool writable;
+    if (!rc)
+        rc = exo_seg_open_data(&rec, &fd, &writable);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->page_size = rec.page_size;
+    out->flags = rec.flags;
+    out->size = rec.size;
+    if (rec.page_size != SEG_PAGE_4K) {
+        /* hugetlbfs counts the huge pages a file has in its blocks; all of them are huge. */
+        struct stat st;
+        if (fstat(fd, &st) != 0)
+            rc = -exo_os_code(errno);
+        else
+            out->resident = out->huge = (uint64_t)st.st_blocks * 512 < rec.size
+                                            ? (uint64_t)st.st_blocks * 512 : rec.size;
+    } else {
+        rc = exo_os_file_residency(fd, rec.size, &out->resident, &out->huge);
+    }
+    exo_os_close(fd);
+    if (rc)
+        return exo_fail(-rc, "segment '%s': cannot measure what backs it", rec.name);
+    return 0;
 }
 
 static int load_info(uint64_t id, void *item)

@@ -6,20 +6,22 @@
 #include <stdbool.h>
 
 #define EXO_SEG_MAGIC "EXOSEG\0\1"
-#define EXO_SEG_VERSION 1
+#define EXO_SEG_VERSION 2
 
 /* The on-disk segment record (segs/<id>). Fixed size; sealed with a checksum. */
 struct exo_seg_rec {
     char magic[8];
     uint32_t version;
-    uint32_t flags;             /* SEG_NORESERVE */
+    uint32_t flags;             /* SEG_NORESERVE, SEG_THP */
     uint64_t id;
     uint64_t base;
     uint64_t size;
     uint64_t page_size;
     int64_t created;
     char name[EXOMEM_NAME_MAX + 1];
-    char data_path[1024];       /* hugetlbfs file; empty: segs/<id>.data in the registry */
+    char data_path[1024];       /* hugetlbfs or huge tmpfs file; empty: segs/<id>.data */
+    uint64_t pool_pages;        /* huge pages seg_alloc_ex() added to the pool for this
+                                 * segment; seg_delete() gives them back */
     uint64_t checksum;
 };
 

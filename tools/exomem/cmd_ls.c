@@ -7,7 +7,8 @@
 const struct cli_cmd ls_cmd = {
     "ls", "[--json]",
     "List all segments and VASes.",
-    "Segments are listed with id, name, base, size, page size, mode, owner and the VASes\n"
+    "Segments are listed with id, name, base, size, page size (4K, THP, 2M or 1G), mode,\n"
+    "owner, how much is resident and how much of that is in huge pages, and the VASes\n"
     "that list them; VASes with id, name, mode, owner and their segments (rw or ro).\n\n"
     "Options:\n"
     "  --json    print one JSON document instead, for scripts:\n"

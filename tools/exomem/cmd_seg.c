@@ -2,6 +2,8 @@
  * registry is touched, so bad input changes nothing. */
 #include "commands.h"
 
+#include <strings.h>
+
 const struct cli_cmd seg_cmd = {
     "seg", "SUBCOMMAND [ARGS]",
     "Create and delete segments.",
@@ -10,7 +12,7 @@ const struct cli_cmd seg_cmd = {
 
 static const struct cli_cmd seg_create_cmd = {
     "seg create",
-    "NAME --base ADDR --size SIZE [--page 4k|2m|1g] [--mode MODE] [--noreserve]",
+    "NAME --base ADDR --size SIZE [--page 4k|thp|2m|1g] [--mode MODE] [--noreserve]",
     "Create a segment.",
     "Creates segment NAME of SIZE bytes at virtual address ADDR. It is visible only\n"
     "through a VAS ('exomem vas add-seg').\n\n"
@@ -21,7 +23,10 @@ static const struct cli_cmd seg_create_cmd = {
     "                  of the page size (required)\n"
     "  --size SIZE     bytes, with an optional K, M, G or T suffix (powers of 1024),\n"
     "                  e.g. 1G, 512M, 4096; a multiple of the page size (required)\n"
-    "  --page PAGE     page size: 4k (default), 2m or 1g; 2m and 1g need hugetlbfs\n"
+    "  --page PAGE     page size: 4k (default), thp (4K-granular, transparent huge\n"
+    "                  pages from a tmpfs that allows them), 2m or 1g (hugetlbfs and its\n"
+    "                  pool; root gets a private mount and a pool grown on demand);\n"
+    "                  see docs/hugepages.md\n"
     "  --mode MODE     permission bits in octal, as chmod (default 0660)\n"
     "  --noreserve     do not reserve the memory up front\n\n"
     "Example:\n"
@@ -65,8 +70,10 @@ static int run_seg_create(int argc, char **argv)
                          size_s);
     if (size == 0)
         return cli_usage(c, "invalid --size '%s': must be more than 0", size_s);
-    if (page_s && !cli_parse_page(page_s, &sopts.page_size))
-        return cli_usage(c, "invalid --page '%s': expected 4k, 2m or 1g", page_s);
+    if (page_s && !strcasecmp(page_s, "thp"))
+        sopts.flags |= SEG_THP;
+    else if (page_s && !cli_parse_page(page_s, &sopts.page_size))
+        return cli_usage(c, "invalid --page '%s': expected 4k, thp, 2m or 1g", page_s);
     if (mode_s && !cli_parse_mode(mode_s, &mode))
         return cli_usage(c, "invalid --mode '%s': expected octal 0000-7777", mode_s);
 

@@ -56,6 +56,15 @@ int snapshot_load(struct registry_snapshot *s)
     if (rc == 0)
         rc = load_list(list_vases, sizeof *s->vases, (void **)&s->vases, &s->nvases,
                        &s->vas_corrupt);
+    if (rc == 0) {
+        s->backing = calloc(s->nsegs + 1, sizeof *s->backing);
+        s->have_backing = calloc(s->nsegs + 1, sizeof *s->have_backing);
+        if (!s->backing || !s->have_backing)
+            rc = -EXO_ENOMEM;
+        /* Unreadable or vanished segments just show no backing. */
+        for (size_t i = 0; rc == 0 && i < s->nsegs; i++)
+            s->have_backing[i] = seg_backing(s->segs[i].id, &s->backing[i]) == 0;
+    }
     if (rc != 0)
         snapshot_free(s);
     return rc;
@@ -64,6 +73,8 @@ int snapshot_load(struct registry_snapshot *s)
 void snapshot_free(struct registry_snapshot *s)
 {
     free(s->segs);
+    free(s->backing);
+    free(s->have_backing);
     free(s->vases);
     memset(s, 0, sizeof *s);
 }
@@ -73,6 +84,15 @@ static const struct seg_info *find_seg(const struct registry_snapshot *s, segid_
     for (size_t i = 0; i < s->nsegs; i++)
         if (s->segs[i].id == id)
             return &s->segs[i];
+    return NULL;
+}
+
+/* The backing of segment `id` in the snapshot, NULL when unknown. */
+static const struct seg_backing *backing_of(const struct registry_snapshot *s, segid_t id)
+{
+    for (size_t i = 0; i < s->nsegs; i++)
+        if (s->segs[i].id == id)
+            return s->have_backing[i] ? &s->backing[i] : NULL;
     return NULL;
 }
 
@@ -93,6 +113,27 @@ static void fmt_size(uint64_t v, char *buf, size_t len)
         }
     }
     snprintf(buf, len, "%" PRIu64, v);
+}
+
+/* "4K", "THP" (4K-granular with transparent huge pages), "2M", "1G". */
+static void fmt_page(const struct seg_info *si, char *buf, size_t len)
+{
+    if (si->flags & SEG_THP)
+        snprintf(buf, len, "THP");
+    else
+        fmt_size(si->page_size, buf, len);
+}
+
+/* A backing figure, exact like fmt_size(), "0" for none and "?" when unknown. */
+static void fmt_backing(const struct seg_backing *b, bool huge, char *buf, size_t len)
+{
+    uint64_t v = b ? (huge ? b->huge : b->resident) : 0;
+    if (!b)
+        snprintf(buf, len, "?");
+    else if (v == 0)
+        snprintf(buf, len, "0");
+    else
+        fmt_size(v, buf, len);
 }
 
 static void user_name(uid_t uid, char *buf, size_t len)
@@ -131,7 +172,7 @@ static void fmt_time(int64_t t, char *buf, size_t len)
 
 /* --- tables for `ls` --- */
 
-enum { CELL = 160, COLS_MAX = 8 };
+enum { CELL = 160, COLS_MAX = 10 };
 
 struct table {
     const char *title;
@@ -175,9 +216,12 @@ static void seg_cells(const struct registry_snapshot *s, size_t row, char cells[
     snprintf(cells[1], CELL, "%s", si->name);
     snprintf(cells[2], CELL, "%#" PRIx64, si->base);
     fmt_size(si->size, cells[3], CELL);
-    fmt_size(si->page_size, cells[4], CELL);
+    fmt_page(si, cells[4], CELL);
     snprintf(cells[5], CELL, "%04o", (unsigned)si->mode);
     fmt_owner(si->uid, si->gid, cells[6], CELL);
+    const struct seg_backing *b = s->have_backing[row] ? &s->backing[row] : NULL;
+    fmt_backing(b, false, cells[7], CELL);
+    fmt_backing(b, true, cells[8], CELL);
 }
 
 /* The VASes that list a segment: "v0:rw,v1:ro", or "-". */
@@ -216,9 +260,9 @@ static void vas_tail(const struct registry_snapshot *s, size_t row, FILE *out)
 void print_ls_text(const struct registry_snapshot *s, FILE *out)
 {
     static const char *const seg_heads[] = {"ID", "NAME", "BASE", "SIZE", "PAGE", "MODE",
-                                            "OWNER", "VASES"};
+                                            "OWNER", "RESIDENT", "HUGE", "VASES"};
     static const char *const vas_heads[] = {"ID", "NAME", "MODE", "OWNER", "SEGMENTS"};
-    const struct table segs = {"segments", seg_heads, 7, s->nsegs, seg_cells, seg_tail};
+    const struct table segs = {"segments", seg_heads, 9, s->nsegs, seg_cells, seg_tail};
     const struct table vases = {"vases", vas_heads, 4, s->nvases, vas_cells, vas_tail};
     print_table(&segs, s, out);
     fputc('\n', out);
@@ -270,9 +314,19 @@ void print_seg_json(const struct seg_info *si, const struct registry_snapshot *s
     fputc('{', out);
     json_common(out, si->id, si->name, si->mode, si->uid, si->gid, si->created);
     fprintf(out, ", \"base\": %" PRIu64 ", \"base_hex\": \"%#" PRIx64 "\", \"size\": %" PRIu64
-            ", \"page_size\": %" PRIu64 ", \"flags\": %u, \"noreserve\": %s, \"vases\": [",
+            ", \"page_size\": %" PRIu64 ", \"flags\": %u, \"noreserve\": %s, ",
             si->base, si->base, si->size, si->page_size, si->flags,
             (si->flags & SEG_NORESERVE) ? "true" : "false");
+    char page[16];
+    fmt_page(si, page, sizeof page);
+    fprintf(out, "\"page\": \"%s\", \"thp\": %s, ", page,
+            (si->flags & SEG_THP) ? "true" : "false");
+    const struct seg_backing *b = backing_of(s, si->id);
+    if (b)
+        fprintf(out, "\"resident\": %" PRIu64 ", \"huge\": %" PRIu64 ", ", b->resident, b->huge);
+    else
+        fputs("\"resident\": null, \"huge\": null, ", out);
+    fputs("\"vases\": [", out);
     int n = 0;
     for (size_t v = 0; v < s->nvases; v++)
         for (unsigned k = 0; k < s->vases[v].nsegs && k < VAS_SEGS_MAX; k++)
@@ -316,7 +370,7 @@ void print_seg_text(const struct seg_info *si, const struct registry_snapshot *s
 {
     char size[32], page[32], owner[160], created[64];
     fmt_size(si->size, size, sizeof size);
-    fmt_size(si->page_size, page, sizeof page);
+    fmt_page(si, page, sizeof page);
     fmt_owner(si->uid, si->gid, owner, sizeof owner);
     fmt_time(si->created, created, sizeof created);
     fprintf(out, "segment %s\n", si->name);
@@ -324,11 +378,20 @@ void print_seg_text(const struct seg_info *si, const struct registry_snapshot *s
     fprintf(out, "  base       %#" PRIx64 "\n", si->base);
     fprintf(out, "  end        %#" PRIx64 "\n", si->base + si->size);
     fprintf(out, "  size       %s (%" PRIu64 " bytes)\n", size, si->size);
-    fprintf(out, "  page size  %s\n", page);
+    fprintf(out, "  page size  %s%s\n", page,
+            (si->flags & SEG_THP) ? " (4K-granular, transparent huge pages)" : "");
+    const struct seg_backing *b = backing_of(s, si->id);
+    char resident[32] = "?", huge[32] = "?";
+    fmt_backing(b, false, resident, sizeof resident);
+    fmt_backing(b, true, huge, sizeof huge);
+    fprintf(out, "  resident   %s\n", resident);
+    fprintf(out, "  huge       %s\n", huge);
     fprintf(out, "  mode       %04o\n", (unsigned)si->mode);
     fprintf(out, "  owner      %s (uid %u, gid %u)\n", owner, (unsigned)si->uid,
             (unsigned)si->gid);
-    fprintf(out, "  flags      %s\n", (si->flags & SEG_NORESERVE) ? "noreserve" : "-");
+    fprintf(out, "  flags      %s%s%s\n", (si->flags & SEG_NORESERVE) ? "noreserve" : "",
+            (si->flags & SEG_NORESERVE) && (si->flags & SEG_THP) ? "," : "",
+            (si->flags & SEG_THP) ? "thp" : (si->flags & SEG_NORESERVE) ? "" : "-");
     fprintf(out, "  created    %s\n", created);
     fputs("  vases      ", out);
     for (size_t r = 0; r < s->nsegs; r++)

@@ -3,6 +3,7 @@
 #define EXOMEM_CLI_PRINT_H
 
 #include <exomem/exomem.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -11,11 +12,14 @@
 struct registry_snapshot {
     struct seg_info *segs;
     size_t nsegs, seg_corrupt;
+    struct seg_backing *backing;    /* per segment, from seg_backing() */
+    bool *have_backing;             /* false where seg_backing() failed (e.g. no access) */
     struct vas_info *vases;
     size_t nvases, vas_corrupt;
 };
 
-/* Fill *s from seg_list() and vas_list(). Returns 0 or a negative exomem code. */
+/* Fill *s from seg_list(), seg_backing() and vas_list(). Returns 0 or a negative exomem
+ * code. */
 int snapshot_load(struct registry_snapshot *s);
 void snapshot_free(struct registry_snapshot *s);
 
