@@ -215,11 +215,26 @@ def run_program(path, quick, timeout):
     except OSError as e:
         info["status"] = "failed to start: %s" % e
     finally:
+        unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
     info["seconds"] = round(time.monotonic() - start, 1)
     info["stderr"] = err or ""
     records, info["skips"] = parse_output(out or "", program)
     return records, info
+
+
+def unmount_under(root):
+    """Unmount what a program left mounted in its registry (the library's private huge page
+    mounts, if it died before deleting its segments), so the directory can go and the huge
+    pages return to the pool."""
+    try:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1] for line in f if len(line.split()) > 1]
+    except OSError:
+        return
+    for mp in sorted((p for p in points if p.startswith(root + "/")), reverse=True):
+        subprocess.run(["umount", "-l", mp], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
 
 
 def stop_program(proc):

@@ -9,6 +9,11 @@ for dir in /dev/shm/exomem-test-*; do
   case $pid in ''|*[!0-9]*) continue ;; esac
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "removing $dir, left by dead process $pid"
+    # A registry may hold its private huge page mounts (mnt/thp, mnt/2M, mnt/1G): unmount
+    # them first, or rm cannot remove them and their huge pages stay taken.
+    awk -v r="$dir/" 'index($2, r) == 1 { print $2 }' /proc/mounts | while read -r m; do
+      umount -l "$m" 2>/dev/null
+    done
     rm -rf "$dir"
   fi
 done
