@@ -1,5 +1,6 @@
 /* Implementation of tests/harness.h; linked into every C test. */
 #include "harness.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -53,6 +54,13 @@ const char *test_root_setup(void)
     root_owner = getpid();
     atexit(root_cleanup);
     setenv("EXOMEM_ROOT", root_path, 1);
+    /* The library reads its environment once: a test that used it before this call would
+     * work in the default registry, shared with real users. Refuse that loudly. */
+    if (strcmp(exo_config()->root, root_path) != 0) {
+        fprintf(stderr, "test_root_setup: the library read EXOMEM_ROOT (%s) before the test "
+                "set it; call test_root_setup() first\n", exo_config()->root);
+        exit(1);
+    }
     return root_path;
 }
 
