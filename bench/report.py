@@ -281,8 +281,9 @@ def fmt_pool(v):
 def runs_html(runs):
     out = []
     for r in runs:
-        out.append("<h3>%s: %s (%.0f s)</h3>" % (esc(r["program"]), esc(r["status"]),
-                                                 float(r["seconds"] or 0)))
+        when = ", started %s" % r["started"] if r.get("started") else ""
+        out.append("<h3>%s: %s (%.0f s%s)</h3>" % (esc(r["program"]), esc(r["status"]),
+                                                   float(r["seconds"] or 0), esc(when)))
         if r["skips"]:
             out.append("<p>Not measured:</p><ul>%s</ul>" % "".join(
                 "<li>%s: %s</li>" % (esc(fmt_params(s["params"])), esc(s["reason"]))

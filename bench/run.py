@@ -189,7 +189,7 @@ def run_program(path, quick, timeout):
     """Run one benchmark in a private registry; returns (records, run-info dict)."""
     program = os.path.basename(path)
     info = {"program": program, "status": "ok", "rc": None, "seconds": 0.0, "stderr": "",
-            "skips": []}
+            "skips": [], "started": datetime.datetime.now().isoformat(timespec="seconds")}
     root = tempfile.mkdtemp(prefix="exomem-bench-", dir="/dev/shm")
     os.chmod(root, 0o1777)
     env = dict(os.environ, EXOMEM_ROOT=root)
@@ -299,7 +299,14 @@ def aggregate(records):
             "baseline_params": first.get("baseline_params"),
             "note": first.get("note"), "ratio": None, "cheaper": None,
         })
+    compute_ratios(entries)
+    return entries
+
+
+def compute_ratios(entries):
+    """Each entry's ratio to its baseline entry (None without one)."""
     for e in entries:
+        e["ratio"] = e["cheaper"] = None
         base = find_baseline(entries, e)
         if base is None:
             continue
@@ -308,7 +315,6 @@ def aggregate(records):
             e["ratio"] = e["median"] / base_median
             # "x cheaper" in cost terms: for a rate (ops/s) more is cheaper, else less is.
             e["cheaper"] = e["ratio"] if is_rate(e["unit"]) else 1.0 / e["ratio"]
-    return entries
 
 
 def is_rate(unit):
@@ -426,14 +432,35 @@ def write_outputs(out, machine, entries, runs, targets, papers):
     """results.json, then index.html + PNGs (plots need matplotlib)."""
     os.makedirs(out, exist_ok=True)
     results = {"machine": machine, "targets": targets, "runs": [
-        {k: r[k] for k in ("program", "status", "rc", "seconds", "skips")} for r in runs],
-        "results": [{k: e[k] for k in ("name", "unit", "params", "median", "min", "max",
-                                       "repeats", "baseline", "ratio", "cheaper", "program",
-                                       "section")} for e in entries]}
+        {k: r.get(k) for k in ("program", "status", "rc", "seconds", "skips", "started",
+                               "stderr")} for r in runs],
+        "results": [{k: e.get(k) for k in ("name", "unit", "params", "median", "min", "max",
+                                           "repeats", "baseline", "baseline_params", "note",
+                                           "ratio", "cheaper", "program", "section")}
+                    for e in entries]}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     renderers = {m.KEY: m.render for m in SECTION_MODULES if hasattr(m, "render")}
     report.write_html(out, machine, entries, runs, targets, papers, SECTIONS, renderers)
+
+
+def merge_previous(out, entries, runs):
+    """--update: keep the previous report's results and runs of the programs not run now."""
+    try:
+        with open(os.path.join(out, "results.json")) as f:
+            prev = json.load(f)
+    except (OSError, ValueError):
+        return entries, runs
+    now = {r["program"] for r in runs}
+    kept = [dict(e, section=section_of(e["program"], e["name"]))
+            for e in prev.get("results", []) if e.get("program") not in now]
+    kept_runs = [dict({"stderr": "", "skips": [], "started": None}, **r)
+                 for r in prev.get("runs", []) if r.get("program") not in now]
+    merged = kept + entries
+    compute_ratios(merged)
+    order = {p: i for i, p in enumerate(KNOWN_PROGRAMS)}
+    all_runs = sorted(kept_runs + runs, key=lambda r: order.get(r["program"], len(order)))
+    return merged, all_runs
 
 
 def run_all(args):
@@ -466,6 +493,9 @@ def run_all(args):
         machine["dev_shm_new_entries"] = leftovers
     machine["mode"] = "quick" if args.quick else "full"
     entries = aggregate(records)
+    if args.update:
+        entries, runs = merge_previous(args.out, entries, runs)
+        machine["mode"] += " (programs run at different times: see Runs)"
     targets = all_targets(entries)
     papers = load_papers(args.paper_dir)
     write_outputs(args.out, machine, entries, runs, targets, papers)
@@ -571,6 +601,20 @@ def selftest():
             check(title in html, "index.html contains %r" % title)
         pngs = glob.glob(os.path.join(tmp, "*.png"))
         check(len(pngs) >= 4, "PNG plots written (%d)" % len(pngs))
+        # --update: a rerun of bench_alloc replaces its entries and keeps everyone else's.
+        rerun = aggregate([{"program": "bench_alloc", "name": "alloc_fast", "unit": "Mops/s",
+                            "value": 10.0, "params": {}, "baseline": "alloc_slow"},
+                           {"program": "bench_alloc", "name": "alloc_slow", "unit": "Mops/s",
+                            "value": 5.0, "params": {}, "baseline": None}])
+        merged, mruns = merge_previous(tmp, rerun, [dict(runs[0], program="bench_alloc")])
+        mby = {(e["program"], e["name"]): e for e in merged}
+        check(mby[("bench_alloc", "alloc_fast")]["ratio"] == 2.0, "--update: new ratio")
+        check(("bench_alloc", "alloc_small") not in mby, "--update: old entries of a rerun go")
+        kept = mby.get(("bench_switch", "switch_park"))
+        check(kept is not None and abs(kept["cheaper"] - 2200.0) < 1e-9,
+              "--update: other programs' entries and ratios stay")
+        check(sorted(r["program"] for r in mruns) == ["bench_alloc", "bench_lock",
+                                                     "bench_pagetables"], "--update: runs merged")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
@@ -586,6 +630,8 @@ def main():
     ap.add_argument("--out", default="report", help="output directory")
     ap.add_argument("--quick", action="store_true", help="pass --quick to every program")
     ap.add_argument("--only", help="comma-separated program names to run")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the results of programs not run now from OUT/results.json")
     ap.add_argument("--timeout", type=int, default=None,
                     help="seconds per program (default 900, quick 300)")
     ap.add_argument("--paper-dir", default=os.path.join(HERE, "paper"))
