@@ -182,7 +182,7 @@ EXO_API int seg_heap_stats(segid_t sid, struct seg_heap_stats *st)
     if (!st)
         return exo_fail(EXO_EINVAL, "seg_heap_stats: st is NULL");
     struct exo_heap *h;
-    bool writable;
+    bool writable = false;
     int rc = heap_of(sid, false, &h, &writable);
     if (rc)
         return rc;

@@ -241,7 +241,7 @@ static int map_aligned(int fd, uint64_t len, int prot, void **out)
 
 int exo_os_thp_fill_file(int fd, uint64_t len)
 {
-    void *p;
+    void *p = NULL;
     int rc = map_aligned(fd, len, PROT_READ | PROT_WRITE, &p);
     if (rc)
         return rc;
@@ -319,7 +319,7 @@ int exo_os_file_residency(int fd, uint64_t len, uint64_t *resident, uint64_t *hu
     *resident = *huge = 0;
     if (allocated == 0)
         return 0;
-    void *p;
+    void *p = NULL;
     int rc = map_aligned(fd, len, PROT_READ, &p);
     if (rc)
         return rc;

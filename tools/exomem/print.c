@@ -317,7 +317,7 @@ void print_seg_json(const struct seg_info *si, const struct registry_snapshot *s
             ", \"page_size\": %" PRIu64 ", \"flags\": %u, \"noreserve\": %s, ",
             si->base, si->base, si->size, si->page_size, si->flags,
             (si->flags & SEG_NORESERVE) ? "true" : "false");
-    char page[16];
+    char page[24];
     fmt_page(si, page, sizeof page);
     fprintf(out, "\"page\": \"%s\", \"thp\": %s, ", page,
             (si->flags & SEG_THP) ? "true" : "false");
