@@ -322,6 +322,39 @@ static void part_thp(void)
     CHECK(!exo_os_is_private_mount(mount_dirs[2], 0)); /* unmounted once empty */
 }
 
+/* A sparse SEG_THP segment on a huge=advise tmpfs: huge pages only come with MADV_HUGEPAGE
+ * given before the first fault, so a switch must advise before it populates. */
+static void part_thp_advise(void)
+{
+    if (geteuid() != 0) {
+        skip_part("thp-advise", "not root: cannot mount a huge=advise tmpfs");
+        return;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/mnt", root);
+    mkdir(dir, 0755);
+    CHECK(mkdir(mount_dirs[2], 0755) == 0 || errno == EEXIST);
+    if (mount("none", mount_dirs[2], "tmpfs", 0, "huge=advise,mode=1777") != 0) {
+        skip_part("thp-advise", "cannot mount a tmpfs with huge=advise");
+        return;
+    }
+    parts_run++;
+    const uint64_t size = 8 * MIB, base = test_base(6);
+    struct seg_opts so = {SEG_PAGE_4K, SEG_THP | SEG_NORESERVE};
+    segid_t sid;
+    CHECK_OK(seg_alloc_ex("thp-advise", base, size, 0600, &so, &sid));
+    vasid_t vid;
+    vhandle_t vh = enter("thp-advise-v", sid, &vid);
+    memset((void *)(uintptr_t)base, 0x5a, size);
+    CHECK_EQ(pmd_mapped_at(base), size);
+    leave(vh, vid);
+    struct seg_backing b;
+    CHECK_OK(seg_backing(sid, &b));
+    CHECK_EQ(b.huge, size);
+    CHECK_OK(seg_delete(sid));
+    umount2(mount_dirs[2], MNT_DETACH); /* if seg_delete left it */
+}
+
 /* --- 2M with a pool grown on demand --- */
 
 struct child_arg {
@@ -502,6 +535,7 @@ int main(void)
     part_backing_4k();
     part_2m_impossible();
     part_thp();
+    part_thp_advise();
     part_2m();
     part_1g();
     for (int k = 0; k < 2; k++)

@@ -36,7 +36,8 @@ int exo_os_hide(uint64_t addr, uint64_t len);
 
 /* Map file fd (offset 0) shared at exactly addr over exomem's own reservation, with
  * read-write or read-only access, populating page tables when `populate`. */
-int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate);
+int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate,
+                          bool huge_advice);
 
 /* Move the page tables of the mapping at [from, from+len) to `to` (replacing the reservation
  * there) with mremap(MREMAP_FIXED|MREMAP_DONTUNMAP), then make `from` inaccessible. Neither

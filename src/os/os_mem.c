@@ -59,13 +59,21 @@ int exo_os_hide(uint64_t addr, uint64_t len)
     return 0;
 }
 
-int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate)
+int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate,
+                          bool huge_advice)
 {
     int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-    int flags = MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0);
+    /* With huge_advice the advice must come before the first fault, so populate after it:
+     * MAP_POPULATE would fault 4K pages in first on a huge=advise tmpfs. */
+    int flags = MAP_SHARED | MAP_FIXED | (populate && !huge_advice ? MAP_POPULATE : 0);
     void *p = mmap((void *)addr, len, prot, flags, fd, 0);
     if (p == MAP_FAILED)
         return -exo_os_code(errno);
+    if (huge_advice) {
+        (void)madvise(p, len, MADV_HUGEPAGE); /* advice only: a kernel without THP says no */
+        if (populate)
+            (void)madvise(p, len, MADV_POPULATE_READ); /* a speed-up, like MAP_POPULATE */
+    }
     return 0;
 }
 

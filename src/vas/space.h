@@ -23,6 +23,7 @@ struct pseg {
     segid_t sid;
     char name[EXOMEM_NAME_MAX + 1];
     uint64_t base, size, page_size;
+    bool thp;                   /* SEG_THP: advise huge pages before populating */
     int fd;                     /* the data file; -1 after a failed reopen in a fork child */
     bool fd_writable;
     int refs;                   /* attachments that list it */

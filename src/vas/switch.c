@@ -144,7 +144,8 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
         }
         exo_os_hide(ps->park_addr, ps->size); /* the data is safe in the file */
     }
-    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->size, access == 2, true);
+    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->size, access == 2, true,
+                                   ps->thp);
     if (rc) {
         exo_os_hide(ps->base, ps->size);
         return exo_fail(-rc, "segment '%s': cannot map at %#llx", ps->name,
