@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `exomem run --heap-segment`: unmodified programs with their malloc heap in one segment.
 # exomem_heap_probe checks the whole malloc family, threads, fork and ENOMEM from inside;
-# Debian programs (true, sort, sh) must behave as without the launcher; exit statuses pass
+# Debian programs (true, sort, sh, xz) must behave as without the launcher; exit statuses pass
 # through; nothing is left in the registry or /dev/shm. The 2M-page run needs root (for a
 # hugetlbfs mount and a huge page pool, both undone at the end) and is skipped otherwise.
 # Needs EXOMEM_BIN and EXOMEM_BUILD (set by CTest).
@@ -64,6 +64,22 @@ expect 0 run --heap-segment 32M -- sort "$TMP/in"
 cmp -s "$TMP/out" "$TMP/want" || fail "sort through the launcher gave different output"
 expect 0 run --heap-segment 16M --base 0x610000000000 -- sh -c \
     'grep -q "^610000000000-610001000000 rw-p" /proc/self/maps && [ "$EXOMEM_HEAP_SIZE" = 16777216 ]'
+
+# xz (LZMA's match finder: some 90 MiB of malloc'd tables at -6) compresses exactly as without
+# the launcher, and its output decompresses (through the launcher too) to the input.
+if command -v xz >/dev/null 2>&1; then
+    xz -6 -T1 -c "$TMP/in" >"$TMP/want.xz" || fail "plain xz failed"
+    expect 0 run --heap-segment 256M -- xz -6 -T1 -c "$TMP/in"
+    cmp -s "$TMP/out" "$TMP/want.xz" || fail "xz through the launcher gave different output"
+    cp "$TMP/out" "$TMP/got.xz"
+    expect 0 run --heap-segment 64M -- xz -dc "$TMP/got.xz"
+    cmp -s "$TMP/out" "$TMP/in" || fail "xz -d through the launcher did not give the input back"
+    # Too small a heap: xz reports the allocation failure and fails cleanly, no crash.
+    expect 1 run --heap-segment 16M -- xz -6 -T1 -c "$TMP/in"
+    grep -qi "cannot allocate memory" "$TMP/err" || fail "xz in 16M: $(cat "$TMP/err")"
+else
+    echo "SKIP (xz part): xz is not installed" >&2
+fi
 
 # Exit statuses pass through; a program killed by signal N gives 128+N.
 expect 3 run --heap-segment 4M -- sh -c 'exit 3'
