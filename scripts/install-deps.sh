@@ -2,13 +2,13 @@
 # Install what building, testing and the report need, from Debian's packages, only where
 # missing. Usage: scripts/install-deps.sh [test|report]
 set -eu
-want=(cmake make gcc pkg-config)
+want=(cmake make gcc pkg-config xz-utils)  # xz: test_launcher runs it under the launcher
 [ "${1:-test}" = report ] && want+=(python3 python3-matplotlib)
 # bench_hpcc: Debian's HPC Challenge (its RandomAccess checks bench_gups); pulls in Open MPI.
 [ "${1:-test}" = report ] && want+=(hpcc)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only
 # libhugetlbfs-dev provides; xz is its second program (hpcc is listed above).
-[ "${1:-test}" = report ] && want+=(libhugetlbfs-bin libhugetlbfs-dev xz-utils)
+[ "${1:-test}" = report ] && want+=(libhugetlbfs-bin libhugetlbfs-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
