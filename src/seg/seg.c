@@ -319,8 +319,10 @@ static int place_data(struct exo_seg_rec *rec, struct placement *pl)
 }
 
 /* Make the data file: exact mode, full size, memory reserved unless SEG_NORESERVE. hugetlbfs
- * files always reserve their pages (a trial mapping), which tells at once if the pool is
- * short; SEG_THP files are filled through a MADV_HUGEPAGE mapping. */
+ * files reserve their pages (a trial mapping), which tells at once if the pool is short;
+ * with SEG_NORESERVE they do not, because a private mapping of the file (exomem run) makes
+ * its own reservation and the pages would be held twice. SEG_THP files are filled through
+ * a MADV_HUGEPAGE mapping. */
 static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *path)
 {
     int fd = exo_os_open(path, O_RDWR | O_CREAT | O_EXCL, mode);
@@ -335,7 +337,7 @@ static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *p
     if (rc)
         rc = exo_fail(-rc, "segment '%s': cannot size %s to %llu bytes", rec->name, path,
                       (unsigned long long)rec->size);
-    else if (hugetlb && exo_os_hugetlb_reserve_file(fd, rec->size) != 0)
+    else if (hugetlb && reserve && exo_os_hugetlb_reserve_file(fd, rec->size) != 0)
         rc = exo_fail(EXO_ENOHUGE, "segment '%s': the %lluK huge page pool cannot hold %llu "
                       "bytes (its free pages were taken meanwhile)", rec->name,
                       (unsigned long long)(rec->page_size >> 10), (unsigned long long)rec->size);
