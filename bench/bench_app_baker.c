@@ -25,12 +25,6 @@ static struct {
     struct lh_bintrees_params p;
 } opt = {3, 48, 25, {4, 14, 16, 128, 4, 64, 1, 12}};
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void emit(const char *name, const char *unit, double v, const char *baseline)
 {
     char params[160];
@@ -59,13 +53,10 @@ static void measure(enum baker_mode mode, const char *pre, const char *base_pre)
     double run_ms = (double)(bench_now_ns() - t0) / 1e6;
     struct baker_stats st;
     baker_get_stats(h, &st);
-    const uint64_t *pz;
-    size_t n = baker_pauses(h, &pz);
-    uint64_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    size_t n;
+    uint64_t *sorted = baker_pauses_sorted(h, &n);
     if (!sorted)
         exit(1);
-    memcpy(sorted, pz, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, cmp_u64);
     char name[64], base[64];
 #define EMIT(suffix, unit, value)                                                              \
     do {                                                                                       \
@@ -118,23 +109,12 @@ static int bench_main(void)
 
 int main(int argc, char **argv)
 {
-    int repeats = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
-            repeats = (int)bench_positive(argv[++i]);
-        } else if (!strcmp(argv[i], "--quick")) {
-            opt.semi_mib = 16;
-            opt.p.max_depth = 12;
-            opt.p.long_depth = 14;
-            opt.p.ring_slots = 64;
-            opt.p.scale = 64;
-            opt.repeats = 2;
-        } else {
-            fprintf(stderr, "usage: bench_app_baker [--repeats N] [--quick]\n");
-            return 2;
-        }
+    if (bench_parse_args(argc, argv, &opt.repeats, 2, NULL)) {
+        opt.semi_mib = 16;
+        opt.p.max_depth = 12;
+        opt.p.long_depth = 14;
+        opt.p.ring_slots = 64;
+        opt.p.scale = 64;
     }
-    if (repeats)
-        opt.repeats = repeats;
     return bench_run_in_private_registry(bench_main);
 }

@@ -31,7 +31,6 @@
 #include "bench_util.h"
 #include "ckpt.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,19 +203,7 @@ static int measure_all(void);
 
 int main(int argc, char **argv)
 {
-    opt.quick = bench_has_flag(argc, argv, "--quick");
-    if (opt.quick)
-        opt.repeats = 1;
-    static const struct option longopts[] = {{"repeats", required_argument, NULL, 'r'},
-                                             BENCH_COMMON_LONGOPTS};
-    for (int ch; (ch = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
-        if (ch == 'r') {
-            opt.repeats = (int)bench_positive(optarg);
-        } else if (ch != 'q') {
-            fprintf(stderr, "usage: bench_app_ckpt [--quick] [--repeats N]\n");
-            return ch == 'h' ? 0 : 2;
-        }
-    }
+    opt.quick = bench_parse_args(argc, argv, &opt.repeats, 1, NULL);
     return bench_run_in_private_registry(measure_all);
 }
 

@@ -88,19 +88,10 @@ static int bench_main(void)
 
 int main(int argc, char **argv)
 {
-    if (bench_has_flag(argc, argv, "--quick")) {
-        opt.repeats = 3;
+    if (bench_parse_args(argc, argv, &opt.repeats, 3, NULL)) {
         opt.locked_rounds = 60;
         opt.disjoint_rounds = 4000;
         opt.sharing_rounds = 10000;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
-            opt.repeats = (int)bench_positive(argv[++i]);
-        } else if (strcmp(argv[i], "--quick") != 0) {
-            fprintf(stderr, "usage: bench_app_dsm [--repeats N] [--quick]\n");
-            return 2;
-        }
     }
     return bench_run_in_private_registry(bench_main);
 }

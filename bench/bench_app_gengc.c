@@ -123,23 +123,12 @@ static int bench_main(void)
 
 int main(int argc, char **argv)
 {
-    int repeats = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
-            repeats = (int)bench_positive(argv[++i]);
-        } else if (!strcmp(argv[i], "--quick")) {
-            opt.old_mib = 24;
-            opt.p.max_depth = 12;
-            opt.p.long_depth = 14;
-            opt.p.ring_slots = 256;
-            opt.p.scale = 32;
-            opt.repeats = 2;
-        } else {
-            fprintf(stderr, "usage: bench_app_gengc [--repeats N] [--quick]\n");
-            return 2;
-        }
+    if (bench_parse_args(argc, argv, &opt.repeats, 2, NULL)) {
+        opt.old_mib = 24;
+        opt.p.max_depth = 12;
+        opt.p.long_depth = 14;
+        opt.p.ring_slots = 256;
+        opt.p.scale = 32;
     }
-    if (repeats)
-        opt.repeats = repeats;
     return bench_run_in_private_registry(bench_main);
 }

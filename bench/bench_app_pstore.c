@@ -17,8 +17,6 @@
 #include "pstore.h"
 
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +32,10 @@ static struct {
 
 static char dir[64];
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
 static void remove_dir(void)
 {
     if (dir[0])
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        bench_remove_tree(dir);
 }
 
 static void emit(const char *name, const char *unit, double v, const char *params,
@@ -172,19 +164,7 @@ static void one_engine(exo_vm_engine engine, size_t heap_mib)
 
 int main(int argc, char **argv)
 {
-    opt.quick = bench_has_flag(argc, argv, "--quick");
-    if (opt.quick)
-        opt.repeats = 1;
-    static const struct option longopts[] = {{"repeats", required_argument, NULL, 'r'},
-                                             BENCH_COMMON_LONGOPTS};
-    for (int ch; (ch = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
-        if (ch == 'r') {
-            opt.repeats = (int)bench_positive(optarg);
-        } else if (ch != 'q') {
-            fprintf(stderr, "usage: bench_app_pstore [--quick] [--repeats N]\n");
-            return ch == 'h' ? 0 : 2;
-        }
-    }
+    opt.quick = bench_parse_args(argc, argv, &opt.repeats, 1, NULL);
     snprintf(dir, sizeof dir, "/tmp/exomem-bench-pstore-XXXXXX");
     if (!mkdtemp(dir)) {
         perror("bench_app_pstore: mkdtemp");

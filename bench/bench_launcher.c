@@ -31,8 +31,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -99,15 +97,6 @@ static void on_stop_signal(int sig)
         kill(-running_pgid, SIGTERM);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void cleanup(void)
 {
     for (int i = 0; i < 2; i++) {
@@ -121,7 +110,7 @@ static void cleanup(void)
         }
     }
     if (have_workdir)
-        nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        bench_remove_tree(workdir);
     have_workdir = false;
 }
 
@@ -672,27 +661,10 @@ static void find_exomem(void)
         exomem_bin[0] = '\0';
 }
 
-static void usage(int code)
-{
-    fprintf(code ? stderr : stdout, "usage: %s [--quick] [--repeats N]\n", PROG);
-    exit(code);
-}
-
 int main(int argc, char **argv)
 {
-    bool quick = bench_has_flag(argc, argv, "--quick");
-    long repeats = quick ? 1 : 5;
-    static const struct option longopts[] = {{"repeats", required_argument, NULL, 'r'},
-                                             BENCH_COMMON_LONGOPTS};
-    int c;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == 'r')
-            repeats = bench_positive(optarg);
-        else if (c == 'h')
-            usage(0);
-        else if (c != 'q')
-            usage(2);
-    }
+    int repeats = 5;
+    bool quick = bench_parse_args(argc, argv, &repeats, 1, NULL);
     find_exomem();
     if (access(exomem_bin, X_OK) != 0) {
         fprintf(stderr, "%s: no exomem binary at %s (set EXOMEM_BIN)\n", PROG, exomem_bin);
@@ -742,7 +714,7 @@ int main(int argc, char **argv)
         run_one(p, V_PLAIN, &warm);
         if (!warm.ok && !stop_requested)
             fprintf(stderr, "%s: %s: warm-up run failed: %s\n", PROG, program_names[p], warm.why);
-        for (long rep = 0; rep < repeats && !stop_requested; rep++)
+        for (int rep = 0; rep < repeats && !stop_requested; rep++)
             for (int v = 0; v < N_VARIANTS && !stop_requested; v++) {
                 if (variant_skip[v])
                     continue;

@@ -522,31 +522,11 @@ out:
         munmap(base, bytes);
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: bench_vm [--repeats N] [--quick]\n"
-               "--quick: 5 repeats, regions up to 256 MiB (DIRTY's table row at 256 MiB).\n");
-}
-
 int main(int argc, char **argv)
 {
-    quick = bench_has_flag(argc, argv, "--quick");
-    if (quick)
-        repeats = 5;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
-            repeats = (int)bench_positive(argv[++i]);
-            continue;
-        }
-        usage(stderr);
-        return 2;
-    }
+    quick = bench_parse_args(argc, argv, &repeats, 5,
+                             "--quick: 5 repeats, regions up to 256 MiB (DIRTY's table row "
+                             "at 256 MiB).\n");
     if (exo_vm_page_size() != PG) {
         fprintf(stderr, "bench_vm: page size %zu, expected %u\n", exo_vm_page_size(), PG);
         return 1;

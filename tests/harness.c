@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -88,6 +89,27 @@ int test_in_child(void (*fn)(void *), void *arg)
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
+}
+
+void test_run_self(const char *role, const char *env_name, const char *env_value)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (env_name)
+            setenv(env_name, env_value, 1);
+        char *args[] = {program_invocation_short_name, (char *)role, NULL};
+        execv("/proc/self/exe", args);
+        perror("execv");
+        _exit(127);
+    }
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "%s process failed (status %#x)\n", role, status);
+        exit(1);
+    }
 }
 
 static sigjmp_buf probe_jmp;

@@ -48,6 +48,11 @@ uint64_t test_base(int i);
  * or 128+signal if it died by a signal. */
 int test_in_child(void (*fn)(void *), void *arg);
 
+/* Run this test program again as a fresh process (execv of /proc/self/exe, so nothing is
+ * inherited but the environment) with `role` as its argument and, when env_name is not NULL,
+ * env_name=env_value added to its environment; exits 1 unless it exits 0. */
+void test_run_self(const char *role, const char *env_name, const char *env_value);
+
 /* Does touching addr fault (SIGSEGV or SIGBUS)? Probes with a read (or a write when
  * `write`), recovering through a temporary signal handler. */
 int test_faults(const void *addr, int write);

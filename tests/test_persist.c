@@ -5,7 +5,6 @@
 #include "harness.h"
 
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define SEG_SIZE (UINT64_C(8) << 20)
@@ -119,26 +118,6 @@ static void reader(void)
     exit(0);
 }
 
-/* Run this program again with `role` as its argument; it must exit 0. */
-static void run_self(const char *role)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        char *args[] = {"test_persist", (char *)role, NULL};
-        execv("/proc/self/exe", args);
-        perror("execv");
-        _exit(127);
-    }
-    int status;
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "%s process failed (status %#x)\n", role, status);
-        exit(1);
-    }
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "writer"))
@@ -147,9 +126,9 @@ int main(int argc, char **argv)
         reader();
 
     test_root_setup();
-    run_self("writer");
-    run_self("reader");
-    run_self("reader");   /* reading changed nothing */
+    test_run_self("writer", NULL, NULL);
+    test_run_self("reader", NULL, NULL);
+    test_run_self("reader", NULL, NULL);   /* reading changed nothing */
 
     /* Delete everything; the registry is left empty. */
     vasid_t vid;

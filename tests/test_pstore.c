@@ -275,15 +275,22 @@ static uint64_t rng(uint64_t *s)
 static int msg_fd;
 static uint64_t child_seed;
 
-static void committer(void *arg)
+/* The commit counter the committer keeps under key "seq" (0 before its first commit). */
+static uint64_t stored_seq(struct pstore *p)
 {
-    (void)arg;
-    struct pstore *p = open_store(0);
     const void *v;
     size_t n;
     uint64_t seq = 0;
     if (pstore_get(p, "seq", 3, &v, &n) == 0)
         memcpy(&seq, v, sizeof seq);
+    return seq;
+}
+
+static void committer(void *arg)
+{
+    (void)arg;
+    struct pstore *p = open_store(0);
+    uint64_t seq = stored_seq(p);
     char key[32], val[4096];
     for (int i = 0; i < 100000; i++) {
         seq++;
@@ -367,12 +374,7 @@ static void kill_loop(void)
             CHECK(0);
         }
         struct pstore *p = open_store(0);
-        const void *v;
-        size_t n;
-        uint64_t seq = 0;
-        if (pstore_get(p, "seq", 3, &v, &n) == 0)
-            memcpy(&seq, v, sizeof seq);
-        CHECK_EQ(seq, done_seq);
+        CHECK_EQ(stored_seq(p), done_seq);
         pstore_close(p);
         kills++;
         clock_gettime(CLOCK_MONOTONIC, &t);

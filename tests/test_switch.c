@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MIB (UINT64_C(1) << 20)
@@ -358,27 +357,6 @@ static void delete_registry(void)
         CHECK_OK(seg_delete(sids[s]));
 }
 
-/* Run this program again as a fresh process with EXOMEM_SWITCH=remap in its environment. */
-static void run_remap_child(void)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        setenv("EXOMEM_SWITCH", "remap", 1);
-        char *args[] = {"test_switch", "remap-child", NULL};
-        execv("/proc/self/exe", args);
-        perror("execv");
-        _exit(127);
-    }
-    int status;
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "remap child failed (status %#x)\n", status);
-        exit(1);
-    }
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "remap-child")) {
@@ -413,7 +391,7 @@ int main(int argc, char **argv)
     check_park_limit();
 
     /* The parent is at home and holds no segment lock: the child can switch freely. */
-    run_remap_child();
+    test_run_self("remap-child", "EXOMEM_SWITCH", "remap");
     for (int s = 0; s < NSEG; s++)
         tags[s] = UINT64_C(0x3000) + s + ((s == SS || s == S4) ? 0x100 : 0);
     for (int v = 0; v < NVAS; v++)

@@ -131,9 +131,7 @@ static void segment(void)
 int main(void)
 {
     coherence();
-    region_on_view(EXO_VM_ENGINE_SIGNAL);
-    if (vm_test_engine_ok(EXO_VM_ENGINE_UFFD, 0))
-        region_on_view(EXO_VM_ENGINE_UFFD);
+    vm_test_each_trap_engine(region_on_view);
     shm_file();
     segment();
     printf("ok\n");

@@ -145,9 +145,7 @@ static void run(exo_vm_engine engine)
 
 int main(void)
 {
-    run(EXO_VM_ENGINE_SIGNAL);
-    if (vm_test_engine_ok(EXO_VM_ENGINE_UFFD, 0))
-        run(EXO_VM_ENGINE_UFFD);
+    vm_test_each_trap_engine(run);
     printf("ok\n");
     return 0;
 }

@@ -3,6 +3,7 @@
 #define EXOMEM_TEST_VM_UTIL_H
 
 #include "harness.h"
+#include "os/os_vm.h"
 
 #include <exomem/vm.h>
 #include <stdio.h>
@@ -34,13 +35,8 @@ static inline char *vm_test_map(size_t len)
 /* Lines of /proc/self/maps. */
 static inline long vm_test_map_count(void)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f != NULL);
-    long n = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        n += c == '\n';
-    fclose(f);
+    long n = exo_os_map_count();
+    CHECK(n >= 0);
     return n;
 }
 
@@ -53,6 +49,14 @@ static inline int vm_test_engine_ok(exo_vm_engine e, unsigned flags)
     printf("engine %s (flags %#x) not available here: %s\n", exo_vm_engine_name(e), flags,
            why ? why : "?");
     return 0;
+}
+
+/* Run fn with the signal engine, then with the uffd engine where that is available. */
+static inline void vm_test_each_trap_engine(void (*fn)(exo_vm_engine))
+{
+    fn(EXO_VM_ENGINE_SIGNAL);
+    if (vm_test_engine_ok(EXO_VM_ENGINE_UFFD, 0))
+        fn(EXO_VM_ENGINE_UFFD);
 }
 
 #endif

@@ -77,23 +77,6 @@ struct baker_heap {
 
 /* ---- small helpers ---- */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Unrecoverable (heap corrupt or exhausted mid-copy): say so with write(2), then abort. */
-static _Noreturn void fatal(const char *msg)
-{
-    ssize_t w = write(2, "baker: ", 7);
-    w = write(2, msg, strlen(msg));
-    w = write(2, "\n", 1);
-    (void)w;
-    abort();
-}
-
 static lh_val *view_b(const baker_heap *h, const void *a_addr)
 {
     return (lh_val *)((char *)(uintptr_t)a_addr + h->b_off);
@@ -167,7 +150,7 @@ static void protect_ahead(baker_heap *h)
     if (end > h->copy_limit)
         end = h->copy_limit;
     if (exo_vm_protect(h->region, h->prot_end, (size_t)(end - h->prot_end), EXO_VM_NOACCESS))
-        fatal("cannot protect to-space");
+        lh_fatal("baker", "cannot protect to-space");
     h->prot_end = end;
 }
 
@@ -205,7 +188,8 @@ static char *copy_alloc(baker_heap *h, size_t bytes, int on_thread)
         if (extend_reserve(h, bytes + PAGE, on_thread) != 0) {
             if (on_thread)
                 return NULL;
-            fatal("heap exhausted while copying (semispace too small for the live data)");
+            lh_fatal("baker",
+                     "heap exhausted while copying (semispace too small for the live data)");
         }
     }
     if (pad)
@@ -262,7 +246,7 @@ static int scan_page(baker_heap *h, char *pg, enum scanner who)
         if (o[0] == LH_PAD)
             break;
         if (!lh_header_valid(o[0]))
-            fatal("scan found no object header");
+            lh_fatal("baker", "scan found no object header");
         unsigned n = lh_hdr_nfields(o[0]);
         for (unsigned i = 1; i <= n; i++) {
             o[i] = forward(h, o[i], who == SCAN_THREAD, &failed);
@@ -279,7 +263,7 @@ static int scan_page(baker_heap *h, char *pg, enum scanner who)
     h->scanned_pages++;
     if (h->cfg.mode == BAKER_CONCURRENT) {
         if (who == SCAN_FAULT && exo_vm_unprot(h->region, pg))
-            fatal("cannot unprotect a scanned page");
+            lh_fatal("baker", "cannot unprotect a scanned page");
     }
     return 0;
 }
@@ -316,7 +300,7 @@ static void complete(baker_heap *h)
         if (h->prot_end > h->to_lo &&
             exo_vm_protect(h->region, h->to_lo, (size_t)(h->prot_end - h->to_lo),
                            EXO_VM_READWRITE))
-            fatal("cannot unprotect to-space");
+            lh_fatal("baker", "cannot unprotect to-space");
         floor = (size_t)(h->to_hi - floor) > h->headroom ? floor + h->headroom : h->to_hi;
     }
     atomic_store_explicit(&h->alloc_floor, floor, memory_order_release);
@@ -328,7 +312,7 @@ static void complete(baker_heap *h)
 static exo_vm_action on_fault(exo_vm_fault *f, void *arg)
 {
     baker_heap *h = arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = lh_now_ns();
     char *pg = f->page;
     spin_lock(h);
     if (pg < h->to_lo || pg >= h->copy_ptr) { /* not a copy: not ours */
@@ -339,11 +323,11 @@ static exo_vm_action on_fault(exo_vm_fault *f, void *arg)
         scan_page(h, pg, SCAN_FAULT);
         h->st.fault_scans++;
     } else if (exo_vm_unprot(h->region, pg)) { /* scanned by the thread, not yet unprotected */
-        fatal("cannot unprotect a scanned page");
+        lh_fatal("baker", "cannot unprotect a scanned page");
     }
     h->st.faults++;
     spin_unlock(h);
-    record_pause(h, now_ns() - t0, &h->st.max_fault_ns);
+    record_pause(h, lh_now_ns() - t0, &h->st.max_fault_ns);
     return EXO_VM_RESUME;
 }
 
@@ -351,7 +335,7 @@ static exo_vm_action on_fault(exo_vm_fault *f, void *arg)
 static void unprot_run(baker_heap *h, char *lo, size_t *n)
 {
     if (*n && exo_vm_protect(h->region, lo, *n * PAGE, EXO_VM_READWRITE))
-        fatal("cannot unprotect scanned pages");
+        lh_fatal("baker", "cannot unprotect scanned pages");
     *n = 0;
 }
 
@@ -435,7 +419,7 @@ static void set_spaces(baker_heap *h, int to)
 
 static void flip(baker_heap *h)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = lh_now_ns();
     baker_finish(h);
     if (h->cfg.verify_each_gc)
         h->st.verify_errors += (uint64_t)baker_verify(h);
@@ -470,7 +454,7 @@ static void flip(baker_heap *h)
         pthread_cond_signal(&h->cv);
         pthread_mutex_unlock(&h->mu);
     }
-    record_pause(h, now_ns() - t0, &h->st.max_flip_ns);
+    record_pause(h, lh_now_ns() - t0, &h->st.max_flip_ns);
 }
 
 void baker_collect(baker_heap *h)
@@ -495,13 +479,13 @@ static void assist(baker_heap *h)
 {
     if (!behind(h)) /* a racy first look; rechecked under the lock */
         return;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = lh_now_ns();
     spin_lock(h);
     for (int i = 0; i < ASSIST_PAGES && atomic_load(&h->collecting) && behind(h); i++)
         if (scan_step(h, SCAN_FAULT, &h->st.assist_scans, NULL) == 0)
             complete(h);
     spin_unlock(h);
-    record_pause(h, now_ns() - t0, &h->st.max_assist_ns);
+    record_pause(h, lh_now_ns() - t0, &h->st.max_assist_ns);
 }
 
 /* Bump-allocate below alloc_ptr. While collecting, publish the new alloc_ptr before
@@ -533,9 +517,9 @@ static char *alloc_slow(baker_heap *h, size_t bytes)
     char *p;
     for (int attempt = 0; attempt < 3; attempt++) {
         if (atomic_load(&h->collecting)) {
-            uint64_t t0 = now_ns();
+            uint64_t t0 = lh_now_ns();
             baker_finish(h);
-            record_pause(h, now_ns() - t0, &h->st.max_wait_ns);
+            record_pause(h, lh_now_ns() - t0, &h->st.max_wait_ns);
         } else {
             flip(h);
         }
@@ -574,17 +558,11 @@ static lh_val if_alloc(void *heap, unsigned type, unsigned nfields)
     return baker_alloc(heap, type, nfields);
 }
 
-static void if_store(void *heap, lh_val obj, unsigned i, lh_val v)
-{
-    (void)heap;
-    lh_obj(obj)[1 + i] = v;
-}
-
 void baker_heap_if(baker_heap *h, struct lh_heap_if *out)
 {
     out->heap = h;
     out->alloc = if_alloc;
-    out->store = if_store;
+    out->store = lh_store_plain;
     out->roots = &h->roots;
 }
 
@@ -619,7 +597,7 @@ static int verify_val(const baker_heap *h, lh_val v, uint8_t *mark, struct vstac
         size_t cap = s->cap ? 2 * s->cap : 4096;
         lh_val *nv = realloc(s->v, cap * sizeof *nv);
         if (!nv)
-            fatal("out of memory verifying");
+            lh_fatal("baker", "out of memory verifying");
         s->v = nv;
         s->cap = cap;
     }
@@ -633,7 +611,7 @@ long baker_verify(baker_heap *h)
     uint8_t *mark = calloc(h->semi / 64 + 1, 1);
     struct vstack s = {0};
     if (!mark)
-        fatal("out of memory verifying");
+        lh_fatal("baker", "out of memory verifying");
     long bad = 0;
     for (size_t i = 0; i < h->roots.n; i++)
         bad += verify_val(h, h->roots.slot[i], mark, &s);
@@ -737,6 +715,24 @@ size_t baker_pauses(const baker_heap *h, const uint64_t **ns)
 {
     *ns = h->pauses;
     return h->npauses;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint64_t *baker_pauses_sorted(const baker_heap *h, size_t *n)
+{
+    *n = h->npauses;
+    uint64_t *sorted = malloc((*n ? *n : 1) * sizeof *sorted);
+    if (!sorted)
+        return NULL;
+    if (*n)
+        memcpy(sorted, h->pauses, *n * sizeof *sorted);
+    qsort(sorted, *n, sizeof *sorted, cmp_u64);
+    return sorted;
 }
 
 void baker_reset_stats(baker_heap *h)

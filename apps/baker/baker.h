@@ -97,6 +97,10 @@ void baker_get_stats(const baker_heap *h, struct baker_stats *out);
 /* The pause durations recorded so far (ns; flips and faults, in order), and their number. */
 size_t baker_pauses(const baker_heap *h, const uint64_t **ns);
 
+/* A copy of the pause durations sorted shortest first (for medians and percentiles), their
+ * number in *n; the caller frees it. NULL when out of memory. */
+uint64_t *baker_pauses_sorted(const baker_heap *h, size_t *n);
+
 /* Forget the recorded pauses and counters (e.g. after a warm-up). */
 void baker_reset_stats(baker_heap *h);
 

@@ -10,12 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     struct baker_config cfg = {.semispace_bytes = 48u << 20, .mode = BAKER_CONCURRENT,
@@ -57,13 +51,10 @@ int main(int argc, char **argv)
     long bad = baker_verify(h);
     struct baker_stats st;
     baker_get_stats(h, &st);
-    const uint64_t *pz;
-    size_t n = baker_pauses(h, &pz);
-    uint64_t *s = malloc((n ? n : 1) * sizeof *s);
+    size_t n;
+    uint64_t *s = baker_pauses_sorted(h, &n);
     if (!s)
         return 1;
-    memcpy(s, pz, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_u64);
     printf("%s collector: %llu trees (%llu bad), %llu flips, %llu faults, %llu MiB copied\n"
            "pauses: %zu, median %.1f us, p99 %.1f us, max %.1f us, total %.1f ms\n"
            "longest pause by kind: flip %.1f us, fault %.1f us, assist %.1f us, wait %.1f us\n"

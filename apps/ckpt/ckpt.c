@@ -10,6 +10,7 @@
  */
 #include "ckpt.h"
 #include "internal.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,35 +101,6 @@ static uint64_t header_hash(const struct file_header *h)
     return hash_bytes(h, offsetof(struct file_header, header_hash));
 }
 
-/* pwrite all of it (async-signal-safe). */
-static int write_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w, n -= (size_t)w, off += (uint64_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n, uint64_t off)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r, n -= (size_t)r, off += (uint64_t)r;
-    }
-    return 0;
-}
-
 static void file_path(const struct ckpt *c, uint64_t seq, char *out, size_t cap)
 {
     snprintf(out, cap, "%s/ckpt-%06llu.dat", c->dir, (unsigned long long)seq);
@@ -157,7 +129,8 @@ static size_t page_of_slot(const struct ckpt *c, size_t slot)
 
 static int save_pages(struct ckpt *c, size_t idx, size_t slot, size_t n)
 {
-    return write_all(c->fd, c->base + idx * c->ps, n * c->ps, c->data_off + slot * c->ps);
+    return exo_os_pwrite_all(c->fd, c->base + idx * c->ps, n * c->ps,
+                             (off_t)(c->data_off + slot * c->ps));
 }
 
 /* TRAP: a write to a protected page. Copy it first if the running checkpoint still needs it
@@ -344,8 +317,8 @@ static int prepare_checkpoint(struct ckpt *c, enum ckpt_kind kind)
     };
     h.header_hash = header_hash(&h);
     if (ftruncate(c->fd, (off_t)(c->data_off + c->nslots * c->ps)) != 0 ||
-        write_all(c->fd, &h, sizeof h, 0) != 0 ||
-        (index_bytes && write_all(c->fd, c->index, index_bytes, sizeof h) != 0)) {
+        exo_os_pwrite_all(c->fd, &h, sizeof h, 0) != 0 ||
+        (index_bytes && exo_os_pwrite_all(c->fd, c->index, index_bytes, sizeof h) != 0)) {
         close(c->fd);
         unlink(path);
         return exo_fail(EXO_EIO, "ckpt: cannot write %s: %s", path, strerror(errno));
@@ -437,18 +410,29 @@ static int check_kind(struct ckpt *c, enum ckpt_kind kind)
     return 0;
 }
 
-int ckpt_begin(struct ckpt *c, enum ckpt_kind kind)
+/* How every checkpoint starts: check the kind, note the start time and the copy-on-write
+ * count so far (*cow0), close the gate and prepare the file. On failure the gate is open
+ * again; on success it stays closed for the caller. */
+static int start_checkpoint(struct ckpt *c, enum ckpt_kind kind, uint64_t *cow0)
 {
     int rc = check_kind(c, kind);
     if (rc != 0)
         return rc;
     c->t_begin = now_ns();
-    uint64_t cow0 = atomic_load(&c->cow);
-    close_gate(c);
-    if ((rc = prepare_checkpoint(c, kind)) != 0) {
+    *cow0 = atomic_load(&c->cow);
+    close_gate(c); /* threads that trap wait until it opens */
+    rc = prepare_checkpoint(c, kind);
+    if (rc != 0)
         atomic_store(&c->beginning, 0);
+    return rc;
+}
+
+int ckpt_begin(struct ckpt *c, enum ckpt_kind kind)
+{
+    uint64_t cow0;
+    int rc = start_checkpoint(c, kind, &cow0);
+    if (rc != 0)
         return rc;
-    }
     rc = protect_set(c);
     atomic_store(&c->beginning, 0);
     if (rc != 0) {
@@ -494,16 +478,10 @@ int ckpt_wait(struct ckpt *c)
 
 int ckpt_stop_and_copy(struct ckpt *c, enum ckpt_kind kind)
 {
-    int rc = check_kind(c, kind);
+    uint64_t cow0;
+    int rc = start_checkpoint(c, kind, &cow0); /* the program is stopped while the gate is shut */
     if (rc != 0)
         return rc;
-    c->t_begin = now_ns();
-    uint64_t cow0 = atomic_load(&c->cow);
-    close_gate(c); /* other threads that trap wait: the program is stopped */
-    if ((rc = prepare_checkpoint(c, kind)) != 0) {
-        atomic_store(&c->beginning, 0);
-        return rc;
-    }
     for (size_t s = 0; s < c->nslots;) {
         size_t idx0 = page_of_slot(c, s), n = 1;
         while (s + n < c->nslots && page_of_slot(c, s + n) == idx0 + n)
@@ -618,8 +596,8 @@ static int apply_file(const char *path, char *base, size_t len, size_t ps, int k
     struct stat sb;
     uint64_t *index = NULL;
     int rc = 0;
-    if (read_all(fd, &h, sizeof h, 0) != 0 || fstat(fd, &sb) != 0 || h.magic != FILE_MAGIC ||
-        h.header_hash != header_hash(&h) || h.kind != (uint32_t)kind) {
+    if (exo_os_pread_all(fd, &h, sizeof h, 0) != 0 || fstat(fd, &sb) != 0 ||
+        h.magic != FILE_MAGIC || h.header_hash != header_hash(&h) || h.kind != (uint32_t)kind) {
         rc = exo_fail(EXO_ECORRUPT, "ckpt: %s is not a valid checkpoint file", path);
     } else if (h.version != FILE_VERSION) {
         rc = exo_fail(EXO_EVERSION, "ckpt: %s has format version %u", path, h.version);
@@ -634,7 +612,7 @@ static int apply_file(const char *path, char *base, size_t len, size_t ps, int k
         index = malloc(h.npages ? h.npages * sizeof *index : 1);
         if (!index)
             rc = exo_fail(EXO_ENOMEM, "ckpt: index of %s", path);
-        else if (read_all(fd, index, h.npages * sizeof *index, sizeof h) != 0 ||
+        else if (exo_os_pread_all(fd, index, h.npages * sizeof *index, sizeof h) != 0 ||
                  hash_bytes(index, h.npages * sizeof *index) != h.index_hash)
             rc = exo_fail(EXO_ECORRUPT, "ckpt: %s has a damaged page index", path);
         for (uint64_t i = 0; rc == 0 && i < h.npages; i++)
@@ -645,7 +623,7 @@ static int apply_file(const char *path, char *base, size_t len, size_t ps, int k
         uint64_t idx0 = index ? index[s] : s, n = 1;
         while (s + n < h.npages && (index ? index[s + n] : s + n) == idx0 + n && n < 4096)
             n++;
-        if (read_all(fd, base + idx0 * ps, n * ps, h.data_off + s * ps) != 0)
+        if (exo_os_pread_all(fd, base + idx0 * ps, n * ps, h.data_off + s * ps) != 0)
             rc = exo_fail(EXO_ECORRUPT, "ckpt: %s: short read", path);
         s += n;
     }

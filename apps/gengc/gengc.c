@@ -50,22 +50,6 @@ struct gengc_heap {
     struct lh_roots roots;
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static _Noreturn void fatal(const char *msg)
-{
-    ssize_t w = write(2, "gengc: ", 7);
-    w = write(2, msg, strlen(msg));
-    w = write(2, "\n", 1);
-    (void)w;
-    abort();
-}
-
 /* The collector's (untracked) address of old-generation address p. */
 static void *view_b(const gengc_heap *h, const void *p)
 {
@@ -90,7 +74,7 @@ static char *old_alloc(gengc_heap *h, char **top, char *limit, size_t bytes)
     char *pad = NULL;
     char *p = lh_bump_up(top, limit, bytes, &pad);
     if (!p)
-        fatal("old generation exhausted while copying");
+        lh_fatal("gengc", "old generation exhausted while copying");
     if (pad)
         memset(view_b(h, pad), 0, PAGE - ((uintptr_t)pad % PAGE));
     return p;
@@ -196,7 +180,7 @@ static void scan_remembered_set(gengc_heap *h)
 
 void gengc_major(gengc_heap *h)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = lh_now_ns();
     char *lo = h->old + (size_t)(1 - h->cur) * h->old_semi, *hi = lo + h->old_semi;
     char *top = lo;
     /* Evacuate both the nursery and the current old semispace: everything live moves. */
@@ -230,7 +214,7 @@ void gengc_major(gengc_heap *h)
         memset(h->cards, 0, (2 * h->old_semi) >> CARD_SHIFT);
     h->exhausted = (size_t)(hi - top) < (size_t)(h->nur_end - h->nursery) + 2 * PAGE;
     h->st.major++;
-    h->st.major_ns += now_ns() - t0;
+    h->st.major_ns += lh_now_ns() - t0;
     if (h->cfg.verify_each_gc)
         h->st.verify_errors += (uint64_t)gengc_verify(h);
 }
@@ -244,20 +228,20 @@ void gengc_minor(gengc_heap *h)
         gengc_major(h);
         return;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = lh_now_ns();
     h->nruns = 0;
     if (h->cfg.rs == GENGC_RS_DIRTY && exo_vm_dirty(h->region[h->cur], collect_run, h) < 0)
-        fatal("DIRTY failed");
+        lh_fatal("gengc", "DIRTY failed");
     char *scan = h->old_top;
     for (size_t i = 0; i < h->roots.n; i++)
         h->roots.slot[i] = evacuate(h, h->roots.slot[i], h->nursery, h->nur_end, &h->old_top,
                                     h->old_hi);
     scan_remembered_set(h);
-    h->st.rs_ns += now_ns() - t0;
+    h->st.rs_ns += lh_now_ns() - t0;
     cheney(h, scan, h->nursery, h->nur_end, &h->old_top, h->old_hi);
     h->nur_top = h->nursery;
     h->st.minor++;
-    h->st.minor_ns += now_ns() - t0;
+    h->st.minor_ns += lh_now_ns() - t0;
     if (h->cfg.verify_each_gc)
         h->st.verify_errors += (uint64_t)gengc_verify(h);
 }
@@ -300,12 +284,6 @@ static lh_val if_alloc(void *heap, unsigned type, unsigned nfields)
     return gengc_alloc(heap, type, nfields);
 }
 
-static void if_store_plain(void *heap, lh_val obj, unsigned i, lh_val v)
-{
-    (void)heap;
-    lh_obj(obj)[1 + i] = v;
-}
-
 /* The card-marking write barrier. */
 static void if_store_card(void *heap, lh_val obj, unsigned i, lh_val v)
 {
@@ -316,7 +294,7 @@ void gengc_heap_if(gengc_heap *h, struct lh_heap_if *out)
 {
     out->heap = h;
     out->alloc = if_alloc;
-    out->store = h->cfg.rs == GENGC_RS_CARDS ? if_store_card : if_store_plain;
+    out->store = h->cfg.rs == GENGC_RS_CARDS ? if_store_card : lh_store_plain;
     out->roots = &h->roots;
 }
 
@@ -329,7 +307,7 @@ long gengc_verify(gengc_heap *h)
     size_t cap = 4096, n = 0;
     lh_val *stack = malloc(cap * sizeof *stack);
     if (!mark || !stack)
-        fatal("out of memory verifying");
+        lh_fatal("gengc", "out of memory verifying");
     long bad = 0;
     size_t next_root = 0;
     for (;;) {
@@ -358,7 +336,7 @@ long gengc_verify(gengc_heap *h)
             cap = 2 * (n + nf);
             lh_val *s = realloc(stack, cap * sizeof *s);
             if (!s)
-                fatal("out of memory verifying");
+                lh_fatal("gengc", "out of memory verifying");
             stack = s;
         }
         for (unsigned i = 0; i < nf; i++)

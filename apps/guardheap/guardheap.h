@@ -25,6 +25,7 @@
 
 #include <exomem/error.h>
 #include <exomem/vm.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,41 +96,46 @@ gh_stats gh_get_stats(const guardheap *h);
 /* The size class of a small request: its size in 16-byte units (0 bytes counts as 16). */
 static inline size_t gh_class_of(size_t size) { return size ? (size + 15u) >> 4 : 1u; }
 
-/* GH_GUARD allocation: no bound check; the header store may trap into the guard. */
-static inline void *gh_alloc_guard(guardheap *h, size_t size)
+/* A freed small object of class `cls` to reuse, or NULL when that free list is empty. */
+static inline void *gh_pop_free(guardheap *h, size_t cls)
+{
+    struct gh_free_obj *f = h->free_list[cls];
+    if (f)
+        h->free_list[cls] = f->next;
+    return f;
+}
+
+/* Both allocation paths: a large object, a reused one of the request's size class, or a
+ * bump of h->top. With `bound_check` (a constant wherever this is inlined) the bump is
+ * compared with the committed end first and NULL comes back when the heap is full; without,
+ * the header store may trap into the guard, which commits more. */
+static inline void *gh_alloc_path(guardheap *h, size_t size, bool bound_check)
 {
     if (size > GH_SMALL_MAX)
         return gh_alloc_large(h, size);
     size_t cls = gh_class_of(size);
-    struct gh_free_obj *f = h->free_list[cls];
-    if (f) {
-        h->free_list[cls] = f->next;
-        return f;
-    }
+    void *reused = gh_pop_free(h, cls);
+    if (reused)
+        return reused;
     char *p = h->top;
-    h->top = p + GH_HEADER + (cls << 4);
-    *(volatile uint64_t *)p = cls; /* the store that meets the guard */
+    char *end = p + GH_HEADER + (cls << 4);
+    if (bound_check && __builtin_expect(end > h->limit, 0) && gh_commit_to(h, end) != 0)
+        return NULL;
+    h->top = end;
+    *(volatile uint64_t *)p = cls; /* GH_GUARD: the store that meets the guard */
     return p + GH_HEADER;
+}
+
+/* GH_GUARD allocation: no bound check; the header store may trap into the guard. */
+static inline void *gh_alloc_guard(guardheap *h, size_t size)
+{
+    return gh_alloc_path(h, size, false);
 }
 
 /* GH_CHECK allocation: compare with the committed end first; NULL when the heap is full. */
 static inline void *gh_alloc_check(guardheap *h, size_t size)
 {
-    if (size > GH_SMALL_MAX)
-        return gh_alloc_large(h, size);
-    size_t cls = gh_class_of(size);
-    struct gh_free_obj *f = h->free_list[cls];
-    if (f) {
-        h->free_list[cls] = f->next;
-        return f;
-    }
-    char *p = h->top;
-    char *end = p + GH_HEADER + (cls << 4);
-    if (__builtin_expect(end > h->limit, 0) && gh_commit_to(h, end) != 0)
-        return NULL;
-    h->top = end;
-    *(volatile uint64_t *)p = cls;
-    return p + GH_HEADER;
+    return gh_alloc_path(h, size, true);
 }
 
 /* Allocate `size` bytes (16-byte aligned) the way the heap's mode says. */

@@ -3,6 +3,32 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void lh_store_plain(void *heap, lh_val obj, unsigned i, lh_val v)
+{
+    (void)heap;
+    lh_obj(obj)[1 + i] = v;
+}
+
+uint64_t lh_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+_Noreturn void lh_fatal(const char *who, const char *msg)
+{
+    ssize_t w = write(2, who, strlen(who));
+    w = write(2, ": ", 2);
+    w = write(2, msg, strlen(msg));
+    w = write(2, "\n", 1);
+    (void)w;
+    abort();
+}
 
 size_t lh_root_push(struct lh_roots *r, lh_val v)
 {

@@ -67,6 +67,17 @@ size_t lh_root_push(struct lh_roots *r, lh_val v);
 /* Pop the top k slots. */
 void lh_root_pop(struct lh_roots *r, size_t k);
 
+/* Monotonic clock in nanoseconds, for the collectors' pause and phase times. */
+uint64_t lh_now_ns(void);
+
+/* Unrecoverable collector state (heap corrupt or exhausted mid-copy): write "<who>: <msg>"
+ * to stderr with write(2), which is safe in a fault handler, then abort. */
+_Noreturn void lh_fatal(const char *who, const char *msg);
+
+/* A heap interface's store (struct lh_heap_if) for a heap that needs no write barrier:
+ * field i of obj becomes v. */
+void lh_store_plain(void *heap, lh_val obj, unsigned i, lh_val v);
+
 /* Where to put `bytes` in a bump region growing up from *top, such that the object does not
  * cross a page: if it would, the rest of the page is given up. Returns the address and moves
  * *top past the object, or NULL (top unchanged) if the object would pass `limit`. When

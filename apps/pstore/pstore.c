@@ -13,6 +13,7 @@
  */
 #include "pstore_int.h"
 #include "internal.h"
+#include "os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,34 +68,6 @@ static uint64_t hash64(const void *p, size_t n, uint64_t h)
 
 #define HSEED UINT64_C(0x243f6a8885a308d3)
 
-static int write_all(int fd, const void *buf, size_t n, uint64_t off)
-{
-    const char *c = buf;
-    while (n > 0) {
-        ssize_t w = pwrite(fd, c, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w, n -= (size_t)w, off += (uint64_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n, uint64_t off)
-{
-    char *c = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, c, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r, n -= (size_t)r, off += (uint64_t)r;
-    }
-    return 0;
-}
-
 static uint64_t header_hash(const struct pstore_header *h)
 {
     return hash64(h, offsetof(struct pstore_header, hash), HSEED);
@@ -104,7 +77,7 @@ static uint64_t header_hash(const struct pstore_header *h)
 static int read_header(int fd, const char *path, struct pstore_header *h)
 {
     struct stat sb;
-    if (read_all(fd, h, sizeof *h, 0) != 0 || fstat(fd, &sb) != 0)
+    if (exo_os_pread_all(fd, h, sizeof *h, 0) != 0 || fstat(fd, &sb) != 0)
         return exo_fail(EXO_ECORRUPT, "pstore %s: cannot read the header", path);
     if (h->magic != PSTORE_MAGIC || h->hash != header_hash(h))
         return exo_fail(EXO_ECORRUPT, "pstore %s: not a store (bad magic or header checksum)",
@@ -143,13 +116,13 @@ static int recover(int fd, int lfd, const char *log_path, const struct pstore_he
     uint64_t total = sh->size / ps;
     struct log_header lh;
     struct log_commit lc;
-    if (read_all(lfd, &lh, sizeof lh, 0) != 0 || lh.magic != LOG_MAGIC ||
+    if (exo_os_pread_all(lfd, &lh, sizeof lh, 0) != 0 || lh.magic != LOG_MAGIC ||
         lh.hash != hash64(&lh, offsetof(struct log_header, hash), HSEED) ||
         lh.npages > total || lh.data_off % ps)
         return discard_log(lfd, st); /* torn before anything was durable */
     uint64_t end = lh.data_off + lh.npages * ps;
-    if ((uint64_t)sb.st_size < end + sizeof lc || read_all(lfd, &lc, sizeof lc, end) != 0 ||
-        lc.magic != COMMIT_MAGIC || lc.npages != lh.npages ||
+    if ((uint64_t)sb.st_size < end + sizeof lc ||
+        exo_os_pread_all(lfd, &lc, sizeof lc, (off_t)end) != 0 || lc.magic != COMMIT_MAGIC || lc.npages != lh.npages ||
         lc.hash != hash64(&lc, offsetof(struct log_commit, hash), HSEED))
         return discard_log(lfd, st); /* no commit record: the file was not touched */
 
@@ -162,7 +135,7 @@ static int recover(int fd, int lfd, const char *log_path, const struct pstore_he
     int rc = 0;
     if (!e || !page) {
         rc = exo_fail(EXO_ENOMEM, "pstore: recovery buffers");
-    } else if (read_all(lfd, e, ebytes, sizeof lh) != 0 ||
+    } else if (exo_os_pread_all(lfd, e, ebytes, sizeof lh) != 0 ||
                hash64(e, ebytes, hash64(&lh, sizeof lh, HSEED)) != lc.body_hash) {
         rc = exo_fail(EXO_ECORRUPT, "pstore %s: committed log with a damaged page list",
                       log_path);
@@ -172,12 +145,12 @@ static int recover(int fd, int lfd, const char *log_path, const struct pstore_he
         for (uint64_t i = 0; i < lh.npages && rc == 0; i++) {
             if (e[i].page >= total || (i && e[i].page <= e[i - 1].page)) {
                 rc = exo_fail(EXO_ECORRUPT, "pstore %s: bad page number in the log", log_path);
-            } else if (read_all(lfd, page, ps, lh.data_off + i * ps) != 0 ||
+            } else if (exo_os_pread_all(lfd, page, ps, lh.data_off + i * ps) != 0 ||
                        hash64(page, ps, HSEED) != e[i].sum) {
                 rc = exo_fail(EXO_ECORRUPT, "pstore %s: page %llu of a committed log fails its "
                               "checksum; refusing to open", log_path,
                               (unsigned long long)e[i].page);
-            } else if (pass == 1 && write_all(fd, page, ps, e[i].page * ps) != 0) {
+            } else if (pass == 1 && exo_os_pwrite_all(fd, page, ps, e[i].page * ps) != 0) {
                 rc = exo_fail(EXO_EIO, "pstore: replay: %s", strerror(errno));
             }
         }
@@ -297,7 +270,8 @@ int pstore_create(const char *path, uint64_t base, size_t size)
                               .page_size = (uint32_t)ps, .base = base, .size = size};
     h.hash = header_hash(&h);
     int rc = 0;
-    if (ftruncate(fd, (off_t)size) != 0 || write_all(fd, &h, sizeof h, 0) != 0 || fsync(fd) != 0)
+    if (ftruncate(fd, (off_t)size) != 0 || exo_os_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
+        fsync(fd) != 0)
         rc = exo_fail(EXO_EIO, "pstore %s: %s", path, strerror(errno));
     close(fd);
     struct pstore *p = NULL;
@@ -343,7 +317,7 @@ static int write_runs(int fd, const struct pstore *p, const struct log_entry *e,
         while (j < to && e[j].page == e[j - 1].page + 1)
             j++;
         uint64_t off = log_data_off ? log_data_off + i * p->ps : e[i].page * p->ps;
-        if (write_all(fd, p->base + e[i].page * p->ps, (j - i) * p->ps, off) != 0)
+        if (exo_os_pwrite_all(fd, p->base + e[i].page * p->ps, (j - i) * p->ps, off) != 0)
             return -1;
         i = j;
     }
@@ -384,7 +358,8 @@ int pstore_commit(struct pstore *p)
 
     int rc = 0;
     int lfd = p->log_fd, fd = p->fd;
-    if (write_all(lfd, &lh, sizeof lh, 0) != 0 || write_all(lfd, e, ebytes, sizeof lh) != 0 ||
+    if (exo_os_pwrite_all(lfd, &lh, sizeof lh, 0) != 0 ||
+        exo_os_pwrite_all(lfd, e, ebytes, sizeof lh) != 0 ||
         write_runs(lfd, p, e, 0, n, lh.data_off) != 0 || fsync(lfd) != 0) {
         rc = exo_fail(EXO_EIO, "pstore %s: writing the log: %s", p->log_path, strerror(errno));
         if (ftruncate(lfd, 0) != 0) /* nothing committed: keep the pages pending */
@@ -393,7 +368,7 @@ int pstore_commit(struct pstore *p)
         return rc;
     }
     crash_if(p, PSTORE_CRASH_BEFORE_RECORD);
-    if (write_all(lfd, &lc, sizeof lc, log_end) != 0 || fsync(lfd) != 0) {
+    if (exo_os_pwrite_all(lfd, &lc, sizeof lc, log_end) != 0 || fsync(lfd) != 0) {
         rc = exo_fail(EXO_EIO, "pstore %s: writing the commit record: %s", p->log_path,
                       strerror(errno));
         free(e);

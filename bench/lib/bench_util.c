@@ -51,6 +51,35 @@ bool bench_has_flag(int argc, char **argv, const char *flag)
     return false;
 }
 
+static _Noreturn void bench_usage(const char *more_usage, int code)
+{
+    FILE *f = code ? stderr : stdout;
+    fprintf(f, "usage: %s [--repeats N] [--quick]\n%s", PROG, more_usage ? more_usage : "");
+    exit(code);
+}
+
+bool bench_parse_args(int argc, char **argv, int *repeats, int quick_repeats,
+                      const char *more_usage)
+{
+    bool quick = false;
+    int explicit_repeats = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
+            explicit_repeats = (int)bench_positive(argv[++i]);
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            bench_usage(more_usage, 0);
+        else
+            bench_usage(more_usage, 2);
+    }
+    if (explicit_repeats)
+        *repeats = explicit_repeats;
+    else if (quick)
+        *repeats = quick_repeats;
+    return quick;
+}
+
 uint64_t bench_now_ns(void)
 {
     struct timespec ts;
@@ -70,6 +99,11 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     (void)st, (void)type, (void)ftw;
     remove(path);
     return 0;
+}
+
+void bench_remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static pid_t worker;
@@ -106,7 +140,7 @@ int bench_run_in_private_registry(int (*body)(void))
     } else {
         fprintf(stderr, "%s: fork: %s\n", PROG, strerror(errno));
     }
-    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(root);
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "%s: killed by signal %d\n", PROG, WTERMSIG(status));
         return 1;

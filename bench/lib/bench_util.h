@@ -33,8 +33,20 @@ long bench_positive(const char *s);
 /* Is `flag` one of the arguments (checked before option parsing, e.g. for --quick)? */
 bool bench_has_flag(int argc, char **argv, const char *flag);
 
+/* Parse the arguments of a benchmark that takes only --quick, --repeats N and --help (-h).
+ * Returns whether --quick was given; sets *repeats to N of --repeats N, else (with --quick)
+ * to quick_repeats, else leaves it alone, so an explicit --repeats wins in either order.
+ * --help prints "usage: <program> [--repeats N] [--quick]" and `more_usage` (when not NULL)
+ * to stdout and exits 0; anything else (also a stray argument) prints it to stderr, exit 2. */
+bool bench_parse_args(int argc, char **argv, int *repeats, int quick_repeats,
+                      const char *more_usage);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t bench_now_ns(void);
+
+/* Remove directory `dir` and everything below it (not following links), going on past
+ * entries it cannot remove: for cleaning up a benchmark's work files. */
+void bench_remove_tree(const char *dir);
 
 /* The private registry directory (EXOMEM_ROOT) of this run; "" before it exists. */
 const char *bench_root(void);

@@ -1,6 +1,7 @@
 /* Helpers for bench_vm; see vm_bench.h. */
 #include "vm_bench.h"
 #include "bench_util.h"
+#include "os/os_vm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,15 +59,8 @@ void *vmb_map_populated(size_t bytes)
 
 long vmb_count_mappings(void)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return -1;
-    long lines = 0;
-    int c;
-    while ((c = getc(f)) != EOF)
-        lines += c == '\n';
-    fclose(f);
-    return lines;
+    long n = exo_os_map_count();
+    return n < 0 ? -1 : n;
 }
 
 const char *vmb_json_escape(const char *s, char *buf, size_t size)

@@ -466,12 +466,19 @@ static void *fail(int *code, int rc)
     return result(code, rc, NULL);
 }
 
+/* The chunk size for `size` bytes in *need, then lock the heap: 0, or the error (-EXO_ENOMEM
+ * for a size no chunk can hold) with the heap left unlocked. */
+static int size_and_lock(struct exo_heap *h, size_t size, size_t *need)
+{
+    if (!chunk_need(h, size, need))
+        return -EXO_ENOMEM;
+    return heap_lock(h);
+}
+
 void *exo_heap_malloc(struct exo_heap *h, size_t size, int *code)
 {
-    size_t need;
-    if (!chunk_need(h, size, &need))
-        return fail(code, -EXO_ENOMEM);
-    int rc = heap_lock(h);
+    size_t need = 0;
+    int rc = size_and_lock(h, size, &need);
     if (rc)
         return fail(code, rc);
     char *c = take_fit(h, need);
@@ -547,10 +554,8 @@ void *exo_heap_realloc(struct exo_heap *h, void *p, size_t size, int *code)
         return exo_heap_malloc(h, size, code);
     if (size == 0)
         return fail(code, exo_heap_free(h, p));
-    size_t need;
-    if (!chunk_need(h, size, &need))
-        return fail(code, -EXO_ENOMEM);
-    int rc = heap_lock(h);
+    size_t need = 0;
+    int rc = size_and_lock(h, size, &need);
     if (rc)
         return fail(code, rc);
     char *c = live_chunk(h, p);

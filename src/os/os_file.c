@@ -82,6 +82,8 @@ int exo_os_pwrite_all(int fd, const void *buf, size_t len, off_t off)
             continue;
         if (n < 0)
             return -exo_os_code(errno);
+        if (n == 0)
+            return -EXO_EIO; /* no progress: never loop forever */
         p += n;
         len -= (size_t)n;
         off += n;

@@ -109,7 +109,8 @@ static void *handler_thread(void *p)
     return NULL;
 }
 
-static int create_fail(struct exo_vm_region *r, int rc, const char *what)
+/* Close whichever of the region's descriptors are open and mark them all closed. */
+static void close_region_fds(struct exo_vm_region *r)
 {
     if (r->uffd >= 0)
         exo_os_close(r->uffd);
@@ -118,6 +119,11 @@ static int create_fail(struct exo_vm_region *r, int rc, const char *what)
     if (r->pagemap_fd >= 0)
         exo_os_close(r->pagemap_fd);
     r->uffd = r->stop_fd = r->pagemap_fd = -1;
+}
+
+static int create_fail(struct exo_vm_region *r, int rc, const char *what)
+{
+    close_region_fds(r);
     return vm_fail(rc, "uffd engine, region %#lx+%#zx: %s", (unsigned long)r->base, r->len,
                    what);
 }
@@ -193,12 +199,7 @@ void vm_uffd_destroy(struct exo_vm_region *r)
     }
     /* Unregistering also drops any write-protect bits left. */
     exo_os_uffd_unregister(r->uffd, r->base, r->len);
-    exo_os_close(r->uffd);
-    if (r->stop_fd >= 0)
-        exo_os_close(r->stop_fd);
-    if (r->pagemap_fd >= 0)
-        exo_os_close(r->pagemap_fd);
-    r->uffd = r->stop_fd = r->pagemap_fd = -1;
+    close_region_fds(r);
 }
 
 int vm_uffd_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access)

@@ -444,14 +444,21 @@ static int set_access(struct exo_vm_region *r, void *const *pages, size_t first,
     return 0;
 }
 
-EXO_API int exo_vm_prot1(exo_vm_region *r, void *page, int access)
+/* PROT1 and UNPROT: check the region and the page (errors name the call `what`), then give
+ * that one page `access`. */
+static int set_page_access(exo_vm_region *r, void *page, int access, const char *what)
 {
-    int rc = check_trap(r, &access, "exo_vm_prot1");
+    int rc = check_trap(r, &access, what);
     if (rc == 0)
-        rc = check_page(r, (uintptr_t)page, "exo_vm_prot1");
+        rc = check_page(r, (uintptr_t)page, what);
     if (rc)
         return rc;
     return set_access(r, NULL, vm_page_index(r, (uintptr_t)page), 1, access);
+}
+
+EXO_API int exo_vm_prot1(exo_vm_region *r, void *page, int access)
+{
+    return set_page_access(r, page, access, "exo_vm_prot1");
 }
 
 EXO_API int exo_vm_protn(exo_vm_region *r, void *const *pages, size_t n, int access)
@@ -486,13 +493,7 @@ EXO_API int exo_vm_protect(exo_vm_region *r, void *addr, size_t len, int access)
 
 EXO_API int exo_vm_unprot(exo_vm_region *r, void *page)
 {
-    int access = EXO_VM_READWRITE;
-    int rc = check_trap(r, &access, "exo_vm_unprot");
-    if (rc == 0)
-        rc = check_page(r, (uintptr_t)page, "exo_vm_unprot");
-    if (rc)
-        return rc;
-    return set_access(r, NULL, vm_page_index(r, (uintptr_t)page), 1, access);
+    return set_page_access(r, page, EXO_VM_READWRITE, "exo_vm_unprot");
 }
 
 EXO_API long exo_vm_dirty(exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)

@@ -75,6 +75,26 @@ static int run_vas_create(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* Add segment `seg` to VAS `vas` (read-only if `ro`) or, if not `add`, remove it; both are
+ * looked up first, and errors name the action. */
+static int change_membership(const char *vas, const char *seg, bool add, bool ro)
+{
+    char action[256];
+    if (add)
+        snprintf(action, sizeof action, "add segment '%s' to VAS '%s'", seg, vas);
+    else
+        snprintf(action, sizeof action, "remove segment '%s' from VAS '%s'", seg, vas);
+    vasid_t vid;
+    segid_t sid;
+    int rc = find_pair(vas, seg, action, &vid, &sid);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = add ? seg_attach(vid, sid, ro ? SEG_RDONLY : SEG_RDWR) : seg_detach(vid, sid);
+    if (rc != 0)
+        return cli_fail(rc, "%s", action);
+    return CLI_EXIT_OK;
+}
+
 static int run_vas_add(int argc, char **argv)
 {
     bool ro = false;
@@ -84,18 +104,7 @@ static int run_vas_add(int argc, char **argv)
     int rc = cli_parse(&vas_add_cmd, argc - 1, argv + 1, opts, 1, pos, 2, 2, &npos);
     if (rc != CLI_CONTINUE)
         return rc;
-
-    char action[256];
-    snprintf(action, sizeof action, "add segment '%s' to VAS '%s'", pos[1], pos[0]);
-    vasid_t vid;
-    segid_t sid;
-    rc = find_pair(pos[0], pos[1], action, &vid, &sid);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    rc = seg_attach(vid, sid, ro ? SEG_RDONLY : SEG_RDWR);
-    if (rc != 0)
-        return cli_fail(rc, "%s", action);
-    return CLI_EXIT_OK;
+    return change_membership(pos[0], pos[1], true, ro);
 }
 
 static int run_vas_rmseg(int argc, char **argv)
@@ -105,18 +114,7 @@ static int run_vas_rmseg(int argc, char **argv)
     int rc = cli_parse(&vas_rmseg_cmd, argc - 1, argv + 1, NULL, 0, pos, 2, 2, &npos);
     if (rc != CLI_CONTINUE)
         return rc;
-
-    char action[256];
-    snprintf(action, sizeof action, "remove segment '%s' from VAS '%s'", pos[1], pos[0]);
-    vasid_t vid;
-    segid_t sid;
-    rc = find_pair(pos[0], pos[1], action, &vid, &sid);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    rc = seg_detach(vid, sid);
-    if (rc != 0)
-        return cli_fail(rc, "%s", action);
-    return CLI_EXIT_OK;
+    return change_membership(pos[0], pos[1], false, false);
 }
 
 static int run_vas_rm(int argc, char **argv)
