@@ -69,6 +69,12 @@ static void as_nobody(void *arg)
     (void)arg;
     become_nobody();
 
+    /* Root's 0600 VAS is not nobody's to read: left out of the list, not called corrupt. */
+    size_t nvases, corrupt;
+    CHECK_OK(vas_list(NULL, 0, &nvases, &corrupt));
+    CHECK_EQ(nvases, 3);
+    CHECK_EQ(corrupt, 0);
+
     struct summary before, after;
     summarise(&before);   /* nobody can read the registry's metadata */
     vhandle_t vh = -1;
@@ -136,6 +142,8 @@ int main(void)
     CHECK_OK(seg_attach(v_public_rw, s_public, SEG_RDWR));
     CHECK_OK(vas_create("vpublic-ro", 0644, &v_public_ro));
     CHECK_OK(seg_attach(v_public_ro, s_public, SEG_RDONLY));
+    vasid_t v_hidden;
+    CHECK_OK(vas_create("vhidden", 0600, &v_hidden));
 
     vhandle_t vh;
     CHECK_OK(vas_attach(v_public_rw, &vh));

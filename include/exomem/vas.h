@@ -110,7 +110,8 @@ vhandle_t vas_current(void);
 int vas_ctl(int cmd, vasid_t vid, void *arg);
 
 /* Fill out[0..cap) with the registry's VASes, sorted by id; *count gets how many there are.
- * Corrupt entries are skipped and counted in *corrupt (may be NULL). */
+ * Corrupt entries are skipped and counted in *corrupt (may be NULL); VASes whose mode does
+ * not let the caller read them are skipped and not counted. */
 int vas_list(struct vas_info *out, size_t cap, size_t *count, size_t *corrupt);
 
 #ifdef __cplusplus

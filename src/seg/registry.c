@@ -284,7 +284,10 @@ int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void 
     size_t n;
     rc = exo_name_list(kind, &ids, &n);
     for (size_t i = 0; !rc && i < n; i++) {
-        if (load(ids[i], item_buf) != 0) {
+        int lrc = load(ids[i], item_buf);
+        if (lrc == -EXO_EACCES)
+            continue; /* not the caller's to read: not listed, and not corrupt either */
+        if (lrc != 0) {
             if (corrupt)
                 (*corrupt)++;
             continue;
