@@ -110,7 +110,12 @@ static void *run_part(void *arg)
 int gups_run(uint64_t *table, unsigned log2, unsigned threads, const struct gups_bounds *bounds,
              bool *out_of_bounds)
 {
-    uint64_t total = gups_updates(log2);
+    return gups_run_count(table, log2, gups_updates(log2), threads, bounds, out_of_bounds);
+}
+
+int gups_run_count(uint64_t *table, unsigned log2, uint64_t total, unsigned threads,
+                   const struct gups_bounds *bounds, bool *out_of_bounds)
+{
     if (threads == 0 || threads > total) {
         errno = EINVAL;
         return -1;
@@ -145,7 +150,12 @@ int gups_run(uint64_t *table, unsigned log2, unsigned threads, const struct gups
 
 uint64_t gups_verify(uint64_t *table, unsigned log2)
 {
-    uint64_t size = UINT64_C(1) << log2, mask = size - 1, total = gups_updates(log2);
+    return gups_verify_count(table, log2, gups_updates(log2));
+}
+
+uint64_t gups_verify_count(uint64_t *table, unsigned log2, uint64_t total)
+{
+    uint64_t size = UINT64_C(1) << log2, mask = size - 1;
     uint64_t v = 1;
     for (uint64_t i = 0; i < total; i++) {
         v = gups_step(v);

@@ -51,9 +51,17 @@ void gups_update_range(uint64_t *table, unsigned log2, uint64_t first, uint64_t 
 int gups_run(uint64_t *table, unsigned log2, unsigned threads, const struct gups_bounds *bounds,
              bool *out_of_bounds);
 
+/* gups_run() with `updates` updates (stream positions 1..updates) instead of HPCC's four
+ * per entry: for tables too big to update fully within a benchmark's time. */
+int gups_run_count(uint64_t *table, unsigned log2, uint64_t updates, unsigned threads,
+                   const struct gups_bounds *bounds, bool *out_of_bounds);
+
 /* HPCC's verification: re-apply all updates serially and return how many entries differ
  * from their index. Leaves the table as initialised when the run was exact. */
 uint64_t gups_verify(uint64_t *table, unsigned log2);
+
+/* gups_verify() of a run of `updates` updates (gups_run_count()). */
+uint64_t gups_verify_count(uint64_t *table, unsigned log2, uint64_t updates);
 
 /* Does an error count pass HPCC's bound (at most 1% of the table)? */
 bool gups_passes(uint64_t errors, unsigned log2);
