@@ -26,8 +26,10 @@ asan: deps-test
 	cmake --build $(BUILD)-asan -j$(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j$(JOBS)
 
+# REPORT_ARGS: more bench/run.py options, e.g. a shorter, non-conformant Graph500:
+#   make report REPORT_ARGS="--program-args bench_graph500='--budget 900'"
 report: deps-report build
-	$(PYTHON) bench/run.py --build $(BUILD) --out report
+	$(PYTHON) bench/run.py --build $(BUILD) --out report $(REPORT_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan report

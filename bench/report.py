@@ -282,6 +282,8 @@ def runs_html(runs):
     out = []
     for r in runs:
         when = ", started %s" % r["started"] if r.get("started") else ""
+        if r.get("args"):
+            when += ", with %s" % " ".join(r["args"])
         out.append("<h3>%s: %s (%.0f s%s)</h3>" % (esc(r["program"]), esc(r["status"]),
                                                    float(r["seconds"] or 0), esc(when)))
         if r["skips"]:

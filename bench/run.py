@@ -23,6 +23,7 @@ import glob
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import statistics
@@ -185,7 +186,7 @@ def parse_output(text, program):
     return records, skips
 
 
-def run_program(path, quick, timeout):
+def run_program(path, quick, timeout, extra_args=()):
     """Run one benchmark in a private registry; returns (records, run-info dict)."""
     program = os.path.basename(path)
     info = {"program": program, "status": "ok", "rc": None, "seconds": 0.0, "stderr": "",
@@ -193,7 +194,7 @@ def run_program(path, quick, timeout):
     root = tempfile.mkdtemp(prefix="exomem-bench-", dir="/dev/shm")
     os.chmod(root, 0o1777)
     env = dict(os.environ, EXOMEM_ROOT=root)
-    cmd = [path] + (["--quick"] if quick else [])
+    cmd = [path] + (["--quick"] if quick else []) + list(extra_args)
     start = time.monotonic()
     out = err = ""
     try:
@@ -433,7 +434,7 @@ def write_outputs(out, machine, entries, runs, targets, papers):
     os.makedirs(out, exist_ok=True)
     results = {"machine": machine, "targets": targets, "runs": [
         {k: r.get(k) for k in ("program", "status", "rc", "seconds", "skips", "started",
-                               "stderr")} for r in runs],
+                               "stderr", "args")} for r in runs],
         "results": [{k: e.get(k) for k in ("name", "unit", "params", "median", "min", "max",
                                            "repeats", "baseline", "baseline_params", "note",
                                            "ratio", "cheaper", "program", "section")}
@@ -479,7 +480,11 @@ def run_all(args):
         timeout = args.timeout
         if not args.quick and not args.timeout_given:
             timeout = max(timeout, TIMEOUT_BY_PROGRAM.get(name, 0))
-        recs, info = run_program(path, args.quick, timeout)
+        extra = args.program_args.get(name, [])
+        if extra:
+            print("run.py:   with %s" % " ".join(extra), flush=True)
+        recs, info = run_program(path, args.quick, timeout, extra)
+        info["args"] = extra
         print("run.py:   %s, %d measurements, %d skipped, %.0f s"
               % (info["status"], len(recs), len(info["skips"]), info["seconds"]), flush=True)
         if info["status"] != "ok" and info["stderr"]:
@@ -630,6 +635,8 @@ def main():
     ap.add_argument("--out", default="report", help="output directory")
     ap.add_argument("--quick", action="store_true", help="pass --quick to every program")
     ap.add_argument("--only", help="comma-separated program names to run")
+    ap.add_argument("--program-args", action="append", default=[], metavar="PROGRAM=ARGS",
+                    help="extra arguments for one program, e.g. bench_graph500='--budget 900'")
     ap.add_argument("--update", action="store_true",
                     help="keep the results of programs not run now from OUT/results.json")
     ap.add_argument("--timeout", type=int, default=None,
@@ -639,6 +646,13 @@ def main():
     args = ap.parse_args()
     if args.selftest:
         return selftest()
+    program_args = {}
+    for item in args.program_args:
+        name, sep, rest = item.partition("=")
+        if not sep or not name:
+            ap.error("--program-args wants PROGRAM=ARGS, not %r" % item)
+        program_args[name] = shlex.split(rest)
+    args.program_args = program_args
     args.timeout_given = args.timeout is not None
     if args.timeout is None:
         args.timeout = 300 if args.quick else 900
