@@ -14,24 +14,22 @@
  * run), so a run does min(4 x entries, UPDATE_CAP) updates: the first positions of the
  * official stream, verified exactly like a full run.
  *
- * Structure: one private registry and worker (bench_util); the worker forks one child per
- * (table size, memory kind) after growing the huge page pool it needs, and gives the pool
- * back after the child ends. SIGTERM (run.py's timeout) stops at the next step boundary
- * and still cleans up (segments, pools).
+ * Structure: one private registry and worker (bench_util); the worker runs one child per
+ * (table size, memory kind) (bench_child). The library grows the huge page pool for a 2M or
+ * 1G segment and mounts what it needs (as root), and gives both back when the child
+ * deletes its segment at exit -- or the worker does, if the child was killed. SIGTERM
+ * (run.py's timeout) stops at the next step boundary and still cleans up.
  */
+#include "bench_child.h"
 #include "bench_memory.h"
 #include "bench_util.h"
 #include "gups.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define TABLE_BASE UINT64_C(0x320000000000) /* 1 GiB aligned, clear of the tests' bases */
 #define UPDATE_CAP (UINT64_C(1) << 25)
@@ -45,14 +43,6 @@ static struct {
 
 static const enum bench_memory kinds[] = { BENCH_MEM_SEG4K, BENCH_MEM_ANON, BENCH_MEM_THP,
                                            BENCH_MEM_SEG2M, BENCH_MEM_SEG1G };
-
-static volatile sig_atomic_t stop;
-
-static void on_stop(int sig)
-{
-    (void)sig;
-    stop = 1;
-}
 
 /* The bounds-check cost is measured at these sizes (log2 words), in a 4K segment and in
  * the biggest-page segment the run has, one thread: one cache-resident table (where
@@ -85,40 +75,6 @@ static void params(char *buf, size_t cap, enum bench_memory m, unsigned log2, un
              (unsigned long long)updates_for(log2), bounds ? 1 : 0);
 }
 
-static void emit_skip(const char *p, const char *reason)
-{
-    printf("{\"name\":\"skip\",\"params\":{%s},\"reason\":\"%s\"}\n", p, reason);
-    fflush(stdout);
-}
-
-/* Bytes of [p, p+len) that /proc/self/smaps shows mapped by huge pages, transparent or
- * hugetlb. (bench_graph500.c has the same reader; a shared home in bench/lib would be better.) */
-static uint64_t huge_bytes(const void *p, uint64_t len)
-{
-    static const char *const fields[] = { "AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:",
-                                          "Shared_Hugetlb:", "Private_Hugetlb:" };
-    FILE *f = fopen("/proc/self/smaps", "re");
-    if (!f)
-        return 0;
-    uintptr_t lo = (uintptr_t)p, hi = lo + len;
-    char line[512];
-    bool inside = false;
-    uint64_t kib = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long start, end;
-        if (line[0] != ' ' && sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
-            strchr(line, '-') < strchr(line, ' ')) {
-            inside = start < hi && end > lo;
-            continue;
-        }
-        for (size_t i = 0; inside && i < sizeof fields / sizeof fields[0]; i++)
-            if (!strncmp(line, fields[i], strlen(fields[i])))
-                kib += strtoull(line + strlen(fields[i]), NULL, 10);
-    }
-    fclose(f);
-    return kib * 1024 > len ? len : kib * 1024;
-}
-
 /* One timed, verified run; false when verification failed. */
 static bool run_once(uint64_t *table, enum bench_memory m, unsigned log2, unsigned threads,
                      bool bounded)
@@ -140,7 +96,7 @@ static bool run_once(uint64_t *table, enum bench_memory m, unsigned log2, unsign
         snprintf(why, sizeof why, "gups_failed: verification found %llu of %llu entries wrong%s",
                  (unsigned long long)errors, (unsigned long long)(UINT64_C(1) << log2),
                  oob ? " and the bounds check fired inside the table" : "");
-        emit_skip(p, why);
+        bench_emit_skip(p, why);
         gups_init(table, log2);
         return false;
     }
@@ -167,10 +123,22 @@ static bool bounds_size(unsigned log2)
     return false;
 }
 
+/* What one child measures: a memory kind, a table size, the Figure 5 runs and/or the
+ * bounds-check runs. */
+struct job {
+    enum bench_memory m;
+    unsigned log2;
+    bool fig5, bounds;
+};
+
 /* Child: the table of one kind and size, every thread count and repeat; exit status 1 if
  * a verification failed, 3 when the memory could not be had (skip line printed). */
-static int measure(enum bench_memory m, unsigned log2, bool fig5, bool bounds)
+static int measure(void *arg)
 {
+    const struct job *job = arg;
+    enum bench_memory m = job->m;
+    unsigned log2 = job->log2;
+    bool fig5 = job->fig5, bounds = job->bounds;
     char name[64], p[256];
     snprintf(name, sizeof name, "gups-%s-%u", bench_memory_names[m], log2);
     const char *why = NULL;
@@ -178,94 +146,43 @@ static int measure(enum bench_memory m, unsigned log2, bool fig5, bool bounds)
     uint64_t *table = bench_memory_map(m, name, TABLE_BASE, bytes, &why);
     params(p, sizeof p, m, log2, 1, false);
     if (!table) {
-        emit_skip(p, why);
+        bench_emit_skip(p, why);
         return 3;
     }
     gups_init(table, log2);
     snprintf(p, sizeof p, "\"mem\":\"%s\",\"table_bytes\":%llu", bench_memory_names[m],
              (unsigned long long)table_bytes(log2));
-    uint64_t huge = huge_bytes(table, table_bytes(log2));
+    uint64_t huge = bench_memory_huge_bytes(table, table_bytes(log2));
     bench_emit("gups_huge", "%", 100.0 * (double)huge / (double)table_bytes(log2), p, NULL, NULL);
     int status = 0;
     int repeats = log2 >= 29 && opt.repeats > 2 ? 2 : opt.repeats; /* 4+ GiB: time budget */
-    for (int r = 0; r < repeats && !stop; r++) {
-        for (unsigned threads = 1; fig5 && threads <= 2 && !stop; threads++)
+    for (int r = 0; r < repeats && !bench_stop; r++) {
+        for (unsigned threads = 1; fig5 && threads <= 2 && !bench_stop; threads++)
             status |= !run_once(table, m, log2, threads, false);
-        if (bounds && !stop) {
+        if (bounds && !bench_stop) {
             if (!fig5)
                 status |= !run_once(table, m, log2, 1, false);
             status |= !run_once(table, m, log2, 1, true);
         }
     }
-    return stop ? 1 : status;
+    return bench_stop ? 1 : status;
 }
 
-/* After a child was killed (e.g. by the OOM killer): its table segment and VAS, which it
- * could not delete, so that their memory is not held while the next sizes run. */
-static void delete_leftovers(enum bench_memory m, unsigned log2)
-{
-    char name[64];
-    snprintf(name, sizeof name, "gups-%s-%u", bench_memory_names[m], log2);
-    vasid_t vid;
-    segid_t sid;
-    if (vas_find(name, &vid) == 0 && vas_delete(vid) != 0)
-        fprintf(stderr, "bench_gups: vas_delete %s: %s\n", name, exomem_last_error());
-    if (seg_find(name, &sid) == 0 && seg_delete(sid) != 0)
-        fprintf(stderr, "bench_gups: seg_delete %s: %s\n", name, exomem_last_error());
-}
-
-/* Worker side: grow the pool the kind needs, run measure() in a child, give the pool back.
- * Returns the child's exit status (3: memory could not be had). */
+/* Worker side: measure() in a child (bench_in_child: cleaned up after if killed). Returns
+ * its exit status (3: memory could not be had). */
 static int measure_in_child(enum bench_memory m, unsigned log2, bool fig5, bool bounds)
 {
-    char p[256];
-    params(p, sizeof p, m, log2, 1, false);
-    const char *why = bench_memory_reserve(m, bench_memory_round(m, table_bytes(log2)));
-    if (why) {
-        emit_skip(p, why);
-        bench_memory_release();
-        return 3;
-    }
-    fflush(NULL);
-    pid_t child = fork();
-    if (child == 0)
-        exit(measure(m, log2, fig5, bounds));
-    int status = 1 << 8;
-    if (child < 0)
-        fprintf(stderr, "bench_gups: fork: %s\n", strerror(errno));
-    else
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-            ;
-    if (WIFSIGNALED(status)) {
-        fprintf(stderr, "bench_gups: %s 2^%u: killed by signal %d\n", bench_memory_names[m],
-                log2, WTERMSIG(status));
-        delete_leftovers(m, log2);
-    }
-    bench_memory_release();
-    if (WIFSIGNALED(status))
-        return 1;
-    return WEXITSTATUS(status);
-}
-
-/* MemAvailable from /proc/meminfo in bytes (0 if unknown). */
-static uint64_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "re");
-    char line[256];
-    unsigned long long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (uint64_t)kib * 1024;
+    struct job job = { m, log2, fig5, bounds };
+    char what[64];
+    snprintf(what, sizeof what, "%s 2^%u", bench_memory_names[m], log2);
+    return bench_in_child(measure, &job, what);
 }
 
 /* Why table size 2^log2 is left out (memory, time budget), or NULL to measure it. */
 static const char *leave_out(unsigned log2, uint64_t elapsed_ns)
 {
     static char why[160];
-    uint64_t need = table_bytes(log2), have = mem_available();
+    uint64_t need = table_bytes(log2), have = bench_mem_available();
     if (have && need + need / 10 > have) {
         snprintf(why, sizeof why, "needs %.1f GiB, MemAvailable is %.1f GiB",
                  need / 1073741824.0, have / 1073741824.0);
@@ -308,23 +225,23 @@ static int worker(void)
     uint64_t start = bench_now_ns();
     unsigned order[64];
     int sizes = size_order(opt.log2_min, opt.log2_max, order);
-    for (int i = 0; i < sizes && !stop; i++) {
+    for (int i = 0; i < sizes && !bench_stop; i++) {
         unsigned log2 = order[i];
         const char *why = leave_out(log2, bench_now_ns() - start);
         if (why) {
             char p[96];
             snprintf(p, sizeof p, "\"table_bytes\":%llu", (unsigned long long)table_bytes(log2));
-            emit_skip(p, why);
+            bench_emit_skip(p, why);
             continue;
         }
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !stop; k++) {
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !bench_stop; k++) {
             enum bench_memory m = kinds[k];
             bool bounds = bounds_size(log2) && (m == BENCH_MEM_SEG4K || m == BENCH_MEM_SEG2M);
             failed |= measure_in_child(m, log2, true, bounds) == 1;
         }
     }
     /* Bounds-check sizes outside the figure's range (the cache-resident table). */
-    for (size_t i = 0; i < sizeof bounds_sizes / sizeof bounds_sizes[0] && !stop; i++) {
+    for (size_t i = 0; i < sizeof bounds_sizes / sizeof bounds_sizes[0] && !bench_stop; i++) {
         unsigned log2 = bounds_sizes[i];
         if (log2 >= opt.log2_min && log2 <= opt.log2_max)
             continue;
@@ -333,48 +250,7 @@ static int worker(void)
         failed |= measure_in_child(BENCH_MEM_SEG4K, log2, false, true) == 1;
         failed |= measure_in_child(BENCH_MEM_SEG2M, log2, false, true) == 1;
     }
-    return failed || stop;
-}
-
-/* Until bench_memory_reserve() knows that the library can mount hugetlbfs itself (it wants
- * a mount up front): for root, a private hugetlbfs per huge page size in /tmp, named in
- * EXOMEM_HUGETLBFS_2M/_1G before the worker starts and detached at the end.
- * (The same code is in bench_graph500.c: both belong in bench/lib.) */
-static char private_mounts[2][64];
-
-static void mount_private_hugetlbfs(void)
-{
-    static const char *const env[2] = { "EXOMEM_HUGETLBFS_2M", "EXOMEM_HUGETLBFS_1G" };
-    static const char *const opts[2] = { "pagesize=2M", "pagesize=1G" };
-    for (int i = 0; i < 2 && geteuid() == 0; i++) {
-        const char *set = getenv(env[i]);
-        if (set && *set)
-            continue;
-        snprintf(private_mounts[i], sizeof private_mounts[i], "/tmp/exomem-%s-XXXXXX",
-                 i ? "1G" : "2M");
-        if (!mkdtemp(private_mounts[i])) {
-            private_mounts[i][0] = '\0';
-            continue;
-        }
-        if (mount("none", private_mounts[i], "hugetlbfs", 0, opts[i]) != 0) {
-            rmdir(private_mounts[i]);
-            private_mounts[i][0] = '\0';
-            continue;
-        }
-        setenv(env[i], private_mounts[i], 1);
-    }
-}
-
-static void unmount_private_hugetlbfs(void)
-{
-    for (int i = 0; i < 2; i++) {
-        if (!private_mounts[i][0])
-            continue;
-        if (umount2(private_mounts[i], MNT_DETACH) != 0 || rmdir(private_mounts[i]) != 0)
-            fprintf(stderr, "%s: cannot remove %s: %s\n", program_invocation_short_name,
-                    private_mounts[i], strerror(errno));
-        private_mounts[i][0] = '\0';
-    }
+    return failed || bench_stop;
 }
 
 static void usage(FILE *f)
@@ -414,12 +290,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* The parent forwards SIGTERM to the worker; worker and children stop between steps. */
-    struct sigaction sa = { .sa_handler = on_stop };
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    mount_private_hugetlbfs();
-    int status = bench_run_in_private_registry(worker);
-    unmount_private_hugetlbfs();
-    return status;
+    /* The parent forwards SIGTERM to the worker; worker and children bench_stop between steps. */
+    bench_stop_on_signals();
+    return bench_run_in_private_registry(worker);
 }

@@ -1,9 +1,10 @@
 /* graph500: Graph500 BFS (generate, build, 64 validated searches) with the graph in memory
  * of a chosen kind, to compare paging set-ups: anonymous memory, an exomem segment with 4K
- * pages, the same with transparent huge pages (madvise), or segments of 2M or 1G pages.
+ * pages, a SEG_THP segment (transparent huge pages), or segments of 2M or 1G pages.
  * Prints {"name":"graph500_teps","unit":"TEPS","value":<harmonic mean>,"params":{...}};
- * exits 1 if any search fails validation, 0 with a "skip" line when no huge page pool can be
- * had. Huge page pools it enlarges are restored before it exits. */
+ * exits 1 if any search fails validation, 0 with a "skip" line when the library refuses
+ * huge pages. Pool pages the library adds for the segment go back when it is deleted. */
+#include "bench_child.h"
 #include "bench_memory.h"
 #include "bench_util.h"
 #include "graph500.h"
@@ -103,8 +104,9 @@ static void check(int rc, const char *what)
         bench_die(what, rc);
 }
 
-static int measure(void)
+static int measure(void *unused)
 {
+    (void)unused;
     size_t bytes = arena_bytes(opt.scale);
     if (!map_arena(bytes))
         return 0;
@@ -151,6 +153,13 @@ static int measure(void)
     return invalid;
 }
 
+/* The worker: measure() in a child, so that the segment (and the huge pages the library
+ * added to the pool for it) is deleted even if the child is killed. */
+static int measure_in_child(void)
+{
+    return bench_in_child(measure, NULL, "graph500");
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: graph500 --scale S [--keys N] [--memory anon|seg4k|thp|seg2m|seg1g] "
@@ -176,15 +185,7 @@ int main(int argc, char **argv)
         case 'k':
             opt.keys = (int)bench_positive(optarg);
             break;
-        case 'm': {
-            int kind = bench_memory_parse(optarg);
-            if (kind < 0) {
-                usage(stderr);
-                return 2;
-            }
-            opt.memory = (enum bench_memory)kind;
-            break;
-        }
+        case 'm': opt.memory = bench_memory_arg(optarg); break;
         case 'q':
             break;
         case 'h':
@@ -199,12 +200,5 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *why = bench_memory_reserve(opt.memory, arena_bytes(opt.scale));
-    if (why) {
-        emit_skip(why);
-        return 0;
-    }
-    int rc = bench_run_in_private_registry(measure);
-    bench_memory_release();
-    return rc;
+    return bench_run_in_private_registry(measure_in_child);
 }

@@ -1,10 +1,11 @@
 /* gups: HPCC RandomAccess on a table in anonymous memory or in an exomem segment with 4K,
  * transparent huge (THP), 2M or 1G pages, optionally with a software base+bounds check per
  * access. Prints one JSON line per repeat ("gups", GUP/s) and one per verification
- * ("gups_verify", errors); exits 1 when a verification fails. Huge page pools are grown
- * only when needed (root) and restored afterwards; without a pool or hugetlbfs mount it
- * prints a "skip" line and exits 0.
+ * ("gups_verify", errors); exits 1 when a verification fails. The library sets up huge
+ * pages itself (as root: mounts, pool growth, given back when the segment is deleted);
+ * when it refuses them (EXO_ENOHUGE) this prints a "skip" line with its reason, exit 0.
  */
+#include "bench_child.h"
 #include "bench_memory.h"
 #include "bench_util.h"
 #include "gups.h"
@@ -28,6 +29,7 @@ static struct {
 } opt = { .log2 = 26, .threads = 1, .memory = BENCH_MEM_ANON, .repeats = 1 };
 
 static char params[256];
+static double huge_percent; /* of the table, from /proc/self/smaps */
 
 static uint64_t table_bytes(void)
 {
@@ -51,23 +53,6 @@ static uint64_t *make_table(void)
     return table;
 }
 
-/* Why THP may not apply: segment data is shared memory, governed by shmem_enabled. */
-static const char *thp_note(void)
-{
-    if (opt.memory != BENCH_MEM_THP)
-        return NULL;
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "re");
-    char line[128] = "";
-    if (f) {
-        if (!fgets(line, sizeof line, f))
-            line[0] = '\0';
-        fclose(f);
-    }
-    if (strstr(line, "[never]") || strstr(line, "[deny]"))
-        return "shmem THP disabled (transparent_hugepage/shmem_enabled): 4K pages";
-    return NULL;
-}
-
 /* The GUP/s line; anything but unchecked anon memory names that run as its baseline. */
 static void emit_rate(double gups)
 {
@@ -76,18 +61,20 @@ static void emit_rate(double gups)
     if (opt.memory != BENCH_MEM_ANON || opt.check_bounds)
         printf(",\"baseline\":\"gups\",\"baseline_params\":{\"log2\":%u,\"threads\":%u,"
                "\"memory\":\"anon\",\"bounds\":0}", opt.log2, opt.threads);
-    const char *note = thp_note();
-    if (note)
-        printf(",\"note\":\"%s\"", note);
+    if (opt.memory != BENCH_MEM_ANON && opt.memory != BENCH_MEM_SEG4K)
+        printf(",\"note\":\"%.0f%% of the table in huge pages (smaps)\"", huge_percent);
     printf("}\n");
     fflush(stdout);
 }
 
-static int run(void)
+static int run(void *unused)
 {
+    (void)unused;
     uint64_t *table = make_table();
     if (!table)
         return 0;
+    huge_percent = 100.0 * (double)bench_memory_huge_bytes(table, table_bytes()) /
+                   (double)table_bytes();
     uint64_t size = UINT64_C(1) << opt.log2;
     struct gups_bounds bounds = { .base = 0, .len = size };
     int status = 0;
@@ -113,6 +100,13 @@ static int run(void)
             status = 1;
     }
     return status;
+}
+
+/* The worker: run() in a child, so that the segment (and the huge pages the library added
+ * to the pool for it) is deleted even if the child is killed. */
+static int run_in_child(void)
+{
+    return bench_in_child(run, NULL, "gups");
 }
 
 static void usage(FILE *f)
@@ -142,15 +136,7 @@ int main(int argc, char **argv)
         case 'b': opt.check_bounds = true; break;
         case 'r': opt.repeats = (int)bench_positive(optarg); break;
         case 'q': break;
-        case 'm': {
-            int kind = bench_memory_parse(optarg);
-            if (kind < 0) {
-                usage(stderr);
-                return 2;
-            }
-            opt.memory = (enum bench_memory)kind;
-            break;
-        }
+        case 'm': opt.memory = bench_memory_arg(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -162,12 +148,5 @@ int main(int argc, char **argv)
     snprintf(params, sizeof params,
              "\"log2\":%u,\"threads\":%u,\"memory\":\"%s\",\"bounds\":%d", opt.log2,
              opt.threads, bench_memory_names[opt.memory], opt.check_bounds ? 1 : 0);
-    const char *why = bench_memory_reserve(opt.memory, table_bytes());
-    if (why) {
-        emit_skip(why);
-        return 0;
-    }
-    int status = bench_run_in_private_registry(run);
-    bench_memory_release();
-    return status;
+    return bench_run_in_private_registry(run_in_child);
 }

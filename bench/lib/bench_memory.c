@@ -1,9 +1,9 @@
 /* Memory kinds for benchmark tables; see bench_memory.h. */
 #include "bench_memory.h"
 #include "bench_util.h"
-#include "os/os.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +14,14 @@
 const char *const bench_memory_names[BENCH_MEM_KINDS] = {"anon", "seg4k", "thp", "seg2m",
                                                          "seg1g"};
 
-int bench_memory_parse(const char *name)
+enum bench_memory bench_memory_arg(const char *name)
 {
     for (int i = 0; i < BENCH_MEM_KINDS; i++)
         if (!strcmp(name, bench_memory_names[i]))
-            return i;
-    return -1;
+            return (enum bench_memory)i;
+    fprintf(stderr, "%s: unknown memory kind '%s' (anon, seg4k, thp, seg2m or seg1g)\n", PROG,
+            name);
+    exit(2);
 }
 
 uint64_t bench_memory_page(enum bench_memory m)
@@ -29,49 +31,32 @@ uint64_t bench_memory_page(enum bench_memory m)
 
 uint64_t bench_memory_round(enum bench_memory m, uint64_t bytes)
 {
-    uint64_t page = bench_memory_page(m);
+    uint64_t page = m == BENCH_MEM_THP ? SEG_PAGE_2M : bench_memory_page(m);
     return (bytes + page - 1) / page * page;
-}
-
-static enum bench_memory pool_kind;
-static long pool_saved = -1;
-
-const char *bench_memory_reserve(enum bench_memory m, uint64_t bytes)
-{
-    if (m != BENCH_MEM_SEG2M && m != BENCH_MEM_SEG1G)
-        return NULL;
-    uint64_t page = bench_memory_page(m);
-    const char *env = getenv(page == SEG_PAGE_2M ? "EXOMEM_HUGETLBFS_2M" : "EXOMEM_HUGETLBFS_1G");
-    char mount[256];
-    if ((!env || !*env) && exo_os_find_hugetlbfs(page, mount, sizeof mount) != 0)
-        return "no hugetlbfs mount of this page size";
-    pool_kind = m;
-    switch (exo_os_pool_reserve(page, (long)(bench_memory_round(m, bytes) / page), &pool_saved)) {
-    case 0: return NULL;
-    case -EXO_EPERM: return "huge page pool too small (and not root)";
-    case -EXO_ENOHUGE: return "huge page pool cannot be grown enough";
-    default: return "no huge page pool of this size";
-    }
-}
-
-void bench_memory_release(void)
-{
-    if (exo_os_pool_restore(bench_memory_page(pool_kind), pool_saved) != 0)
-        fprintf(stderr, "%s: cannot restore the huge page pool to %ld pages\n", PROG,
-                pool_saved);
-    pool_saved = -1;
 }
 
 static segid_t table_seg;
 
 /* At exit, after the benchmark's VAS is gone (bench_teardown), the segment can go: made with
- * options bench_make_seg() lacks, and for 2M/1G living in hugetlbfs, not in the registry. */
+ * options bench_make_seg() lacks; its seg_delete() also returns the pool pages and private
+ * mount the library made for it. */
 static void delete_table_seg(void)
 {
     bench_teardown();
     if (table_seg && seg_delete(table_seg) != 0)
         fprintf(stderr, "%s: cleanup: seg_delete: %s\n", PROG, exomem_last_error());
     table_seg = 0;
+}
+
+/* exomem_last_error() kept for a JSON string: quotes, backslashes and controls blanked. */
+static const char *refusal(void)
+{
+    static char why[512];
+    snprintf(why, sizeof why, "%s", exomem_last_error());
+    for (char *c = why; *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < ' ')
+            *c = ' ';
+    return why;
 }
 
 void *bench_memory_map(enum bench_memory m, const char *name, uint64_t base, uint64_t bytes,
@@ -88,20 +73,62 @@ void *bench_memory_map(enum bench_memory m, const char *name, uint64_t base, uin
         return p;
     }
     atexit(delete_table_seg);
-    struct seg_opts so = {.page_size = bench_memory_page(m)};
+    struct seg_opts so = {.page_size = bench_memory_page(m),
+                          .flags = m == BENCH_MEM_THP ? SEG_THP : 0};
     int rc = seg_alloc_ex(name, base, bytes, 0600, &so, &table_seg);
     if (rc == -EXO_ENOHUGE) {
-        fprintf(stderr, "%s: %s\n", PROG, exomem_last_error());
-        *why = "no huge pages for the segment";
+        *why = refusal();
+        fprintf(stderr, "%s: %s\n", PROG, *why);
         return NULL;
     }
     TRY(rc);
     vasid_t vid = bench_make_vas(name);
     TRY(seg_attach(vid, table_seg, SEG_RDWR));
     TRY(vas_switch(bench_attach(vid)));
-    if (m == BENCH_MEM_THP && madvise((void *)base, bytes, MADV_HUGEPAGE) != 0) {
-        fprintf(stderr, "%s: madvise(MADV_HUGEPAGE): %s\n", PROG, strerror(errno));
-        exit(1);
-    }
     return (void *)base;
+}
+
+uint64_t bench_memory_huge_bytes(const void *p, uint64_t len)
+{
+    static const char *const fields[] = { "AnonHugePages:", "ShmemPmdMapped:", "FilePmdMapped:",
+                                          "Shared_Hugetlb:", "Private_Hugetlb:" };
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f)
+        return 0;
+    uintptr_t lo = (uintptr_t)p, hi = lo + len;
+    char line[512];
+    bool inside = false;
+    uint64_t kib = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long start, end;
+        if (line[0] != ' ' && sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+            strchr(line, '-') < strchr(line, ' ')) {
+            inside = start < hi && end > lo;
+            continue;
+        }
+        for (size_t i = 0; inside && i < sizeof fields / sizeof fields[0]; i++)
+            if (!strncmp(line, fields[i], strlen(fields[i])))
+                kib += strtoull(line + strlen(fields[i]), NULL, 10);
+    }
+    fclose(f);
+    return kib * 1024 > len ? len : kib * 1024;
+}
+
+uint64_t bench_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (uint64_t)kib * 1024;
+}
+
+void bench_emit_skip(const char *params, const char *reason)
+{
+    printf("{\"name\":\"skip\",\"params\":{%s},\"reason\":\"%s\"}\n", params, reason);
+    fflush(stdout);
 }

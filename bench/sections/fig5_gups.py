@@ -32,7 +32,11 @@ INTRO = (
     "count). Each configuration runs 3 times (twice at 4 and 8 GiB). Table sizes are measured "
     "coarse to fine (64 MiB, 8 GiB, 1 GiB, 128 MiB, 2 GiB, ...): sizes left once bench_gups's "
     "time budget (600 s) is spent, or that do not fit the free memory, are left out and "
-    "listed under Runs. The 'THP segment' is a 4K segment with MADV_HUGEPAGE; the share of "
+    "listed under Runs. The 'THP segment' is a SEG_THP segment: 4K-granular, its data in a "
+    "tmpfs that allows huge pages (as root the library mounts one with huge=within_size) "
+    "and filled through a MADV_HUGEPAGE mapping (docs/hugepages.md); 2M and 1G segments get "
+    "a hugetlbfs mount and pool pages from the library on demand, given back when the "
+    "segment is deleted. The share of "
     "the table the kernel really mapped with huge pages is read from /proc/self/smaps and "
     "shown, so THP is never claimed where there was none.")
 
