@@ -11,6 +11,7 @@
  * hpccoutf.txt has the end of the SingleRandomAccess section, whose lines we parse. hpcc
  * runs in a temporary directory (with Open MPI's session files) that is removed afterwards.
  */
+#include "bench_child.h"
 #include "bench_util.h"
 
 #include <errno.h>
@@ -25,14 +26,6 @@
 
 #define GUPS_UPDATE_CAP (UINT64_C(1) << 25) /* bench_gups.c's UPDATE_CAP: keep in step */
 #define RUN_TIMEOUT_S 900
-
-static volatile sig_atomic_t stop;
-
-static void on_stop(int sig)
-{
-    (void)sig;
-    stop = 1;
-}
 
 /* Is there an executable `name` on PATH? Writes its path. */
 static bool find_on_path(const char *name, char *out, size_t cap)
@@ -111,30 +104,21 @@ static char *run_hpcc(const char *hpcc, const char *dir)
     char out[512], log[512];
     snprintf(out, sizeof out, "%s/hpccoutf.txt", dir);
     snprintf(log, sizeof log, "%s/hpcc.log", dir);
-    fflush(NULL);
-    pid_t child = fork();
-    if (child == 0) {
-        setsid(); /* its own group: hpcc and the Open MPI daemon it starts stop together */
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0 || chdir(dir) != 0)
-            _exit(127);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        /* Keep Open MPI's session and shared-memory files in our directory. */
-        setenv("TMPDIR", dir, 1);
-        setenv("OMPI_MCA_orte_tmpdir_base", dir, 1);
-        setenv("OMPI_MCA_btl", "self", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        execl(hpcc, "hpcc", (char *)NULL);
-        _exit(127);
-    }
+    /* Keep Open MPI's session and shared-memory files in our directory. */
+    char tmpdir[600], ompi_tmp[600];
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", dir);
+    snprintf(ompi_tmp, sizeof ompi_tmp, "OMPI_MCA_orte_tmpdir_base=%s", dir);
+    const char *const env[] = { tmpdir, ompi_tmp, "OMPI_MCA_btl=self",
+                                "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                                NULL };
+    const char *const argv[] = { hpcc, NULL };
+    pid_t child = bench_spawn(argv, dir, log, log, env);
     if (child < 0)
         return NULL;
     char *text = NULL;
     bool exited = false;
     int status = 0;
-    for (int tick = 0; tick < RUN_TIMEOUT_S * 4 && !stop; tick++) {
+    for (int tick = 0; tick < RUN_TIMEOUT_S * 4 && !bench_stop; tick++) {
         struct timespec quarter = { 0, 250000000 };
         nanosleep(&quarter, NULL);
         if (waitpid(child, &status, WNOHANG) == child) {
@@ -146,15 +130,8 @@ static char *run_hpcc(const char *hpcc, const char *dir)
         if (text && strstr(text, "End of SingleRandomAccess section."))
             break;
     }
-    if (!exited) {
-        kill(-child, SIGTERM);
-        for (int i = 0; i < 40 && waitpid(child, &status, WNOHANG) == 0; i++) {
-            struct timespec tenth = { 0, 100000000 };
-            nanosleep(&tenth, NULL);
-        }
-        kill(-child, SIGKILL);
-        waitpid(child, &status, 0);
-    }
+    if (!exited)
+        bench_stop_group(child, 4000);
     free(text);
     text = read_file(out);
     if (!text || !strstr(text, "End of SingleRandomAccess section.")) {
@@ -277,16 +254,14 @@ int main(int argc, char **argv)
                "(Debian package hpcc; scripts/install-deps.sh report)\"}\n");
         return 0;
     }
-    struct sigaction sa = { .sa_handler = on_stop };
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    bench_stop_on_signals();
     /* Table sizes as 2^k words: where our GUPS runs HPCC's full update count (64 MiB) and
      * where it is capped (1 GiB). */
     static const unsigned full_sizes[] = { 23, 27 }, quick_sizes[] = { 23 };
     const unsigned *sizes = quick ? quick_sizes : full_sizes;
     size_t count = quick ? 1 : 2;
     int status = 0;
-    for (size_t i = 0; i < count && !stop; i++)
+    for (size_t i = 0; i < count && !bench_stop; i++)
         status |= measure(hpcc, sizes[i]);
-    return status || stop;
+    return status || bench_stop;
 }

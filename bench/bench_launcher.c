@@ -26,6 +26,7 @@
  * Output: JSON lines (bench/run.py's protocol); exomem is taken from $EXOMEM_BIN or next to
  * the bench directory, the registry from $EXOMEM_ROOT.
  */
+#include "bench_child.h"
 #include "bench_util.h"
 #include "os/os.h"
 
@@ -376,22 +377,11 @@ static void run_command(const char **argv, const char *out, const char *err, boo
                         struct run_result *r, int *status)
 {
     uint64_t t0 = bench_now_ns();
-    pid_t pid = fork();
+    pid_t pid = bench_spawn(argv, workdir, out, err, NULL);
     if (pid < 0) {
         fprintf(stderr, "%s: fork: %s\n", PROG, strerror(errno));
         exit(1);
     }
-    if (pid == 0) {
-        setpgid(0, 0);
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (chdir(workdir) != 0 || o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-            _exit(126);
-        execvp(argv[0], (char **)argv);
-        dprintf(2, "cannot execute %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    setpgid(pid, pid);
     running_pgid = pid;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     uint64_t limit = t0 + (uint64_t)RUN_TIMEOUT_S * 1000000000u;

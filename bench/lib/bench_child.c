@@ -3,11 +3,13 @@
 #include "bench_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PROG program_invocation_short_name
@@ -94,4 +96,43 @@ void bench_sweep_registry(void)
             if (seg_delete(segs[i].id) != 0)
                 fprintf(stderr, "%s: cleanup: seg_delete %s: %s\n", PROG, segs[i].name,
                         exomem_last_error());
+}
+
+pid_t bench_spawn(const char *const *argv, const char *dir, const char *out, const char *err,
+                  const char *const *env)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0) {
+        if (pid > 0)
+            setpgid(pid, pid); /* also here, so the group exists before the caller signals it */
+        return pid < 0 ? -1 : pid;
+    }
+    setpgid(0, 0); /* its own group: the program and whatever it starts stop together */
+    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = strcmp(out, err) == 0 ? o : open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0 || chdir(dir) != 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+        _exit(126);
+    for (size_t i = 0; env && env[i]; i++)
+        if (putenv((char *)env[i]) != 0)
+            _exit(126);
+    execvp(argv[0], (char *const *)argv);
+    dprintf(2, "cannot execute %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+int bench_stop_group(pid_t pid, int grace_ms)
+{
+    int status = 0;
+    kill(-pid, SIGTERM);
+    for (int waited = 0; waited < grace_ms; waited += 100) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        struct timespec tenth = { 0, 100000000 };
+        nanosleep(&tenth, NULL);
+    }
+    kill(-pid, SIGKILL); /* what is left of the group, e.g. daemons the program started */
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
 }

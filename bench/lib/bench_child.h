@@ -7,6 +7,7 @@
 #define EXOMEM_BENCH_CHILD_H
 
 #include <signal.h>
+#include <sys/types.h>
 
 /* Set by SIGTERM or SIGINT once bench_stop_on_signals() is in force, and in the waiting
  * process of bench_in_child() when it forwards one of those signals to its child. */
@@ -24,6 +25,18 @@ void bench_stop_on_signals(void);
  * it in a message and bench_sweep_registry() deletes what it left. Returns the child's exit
  * status, or 1 when it was killed or could not be forked. */
 int bench_in_child(int (*fn)(void *arg), void *arg, const char *what);
+
+/* Fork and exec argv (a path, or a name looked up in PATH) in a process group of its own,
+ * in directory dir, with stdout to the file `out` and stderr to `err` (the same path for
+ * both is one file), after setting each "NAME=VALUE" of env (NULL-terminated; may be NULL).
+ * The child exits 126 if it cannot set that up and 127 (with a message on its stderr) if
+ * the exec fails. Returns the child's pid, which is also its process group, or -1. */
+pid_t bench_spawn(const char *const *argv, const char *dir, const char *out, const char *err,
+                  const char *const *env);
+
+/* Stop a bench_spawn() child's whole process group: SIGTERM, up to grace_ms to end, then
+ * SIGKILL; reaps the child and returns its wait status. */
+int bench_stop_group(pid_t pid, int grace_ms);
 
 /* Delete every VAS and then every segment of the registry (EXOMEM_ROOT), reporting but
  * surviving failures: for a private registry whose user died. seg_delete() returns the
