@@ -1,5 +1,5 @@
-/* Attachments: opening a VAS's segments in this process, reserving their address ranges,
- * and giving them back; fork handling. */
+/* The process's space (space.h): its state, the segments it has open and the address
+ * ranges they reserve (opening a VAS's segments, giving them back), and fork handling. */
 #include "vas/space.h"
 #include "internal.h"
 #include "seg/claims.h"
