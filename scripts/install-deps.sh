@@ -3,7 +3,8 @@
 # missing. Usage: scripts/install-deps.sh [test|report]
 set -eu
 want=(cmake make gcc pkg-config xz-utils)  # xz: test_launcher runs it under the launcher
-[ "${1:-test}" = report ] && want+=(python3 python3-matplotlib)
+# test_report runs the report driver's own check (bench/run.py --selftest), which plots.
+want+=(python3 python3-matplotlib)
 # bench_hpcc: Debian's HPC Challenge (its RandomAccess checks bench_gups); pulls in Open MPI.
 [ "${1:-test}" = report ] && want+=(hpcc)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only
