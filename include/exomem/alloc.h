@@ -8,7 +8,8 @@
  *
  * Like malloc, the allocating calls return NULL and set errno on failure (ENOMEM, and
  * EFAULT for a segment that is not visible, EINVAL for a bad alignment); the precise exomem
- * code is available from exomem_last_error() and seg_heap_last_code().
+ * code is available from exomem_last_error() and seg_heap_last_code(). A successful call
+ * leaves exomem_last_error() as it was (read it only after a failure).
  */
 #ifndef EXOMEM_ALLOC_H
 #define EXOMEM_ALLOC_H

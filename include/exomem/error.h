@@ -54,7 +54,9 @@ int exomem_errno(int code);
 
 /* A sentence about the last failure in this thread, naming the object and the cause
  * (e.g. "segment 's0': base 0x7f00... overlaps mapping 7f00...-7f01... [heap]");
- * empty string if the last call succeeded or set no detail. */
+ * empty string if the last call succeeded or set no detail. The in-segment heap's calls
+ * (alloc.h) are the exception: like malloc, a successful one leaves the message as it was,
+ * so that the allocation fast path writes nothing it does not need to. */
 const char *exomem_last_error(void);
 
 #ifdef __cplusplus

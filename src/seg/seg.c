@@ -190,6 +190,7 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
         exo_reg_unlock(lock);
         return exo_fail(EXO_EEXIST, "a segment named '%s' exists already", name);
     }
+    exo_clear_error(); /* the lookup's "no segment named" is the expected answer */
     struct exo_seg_rec rec;
     memset(&rec, 0, sizeof rec);
     memcpy(rec.magic, EXO_SEG_MAGIC, 8);

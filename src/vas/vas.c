@@ -20,6 +20,7 @@ static int create_locked(const char *name, mode_t mode, const struct exo_vas_rec
     uint64_t existing;
     if (exo_name_lookup(EXO_KIND_VAS, name, &existing) == 0)
         return exo_fail(EXO_EEXIST, "a VAS named '%s' exists already", name);
+    exo_clear_error(); /* the lookup's "no VAS named" is the expected answer */
     struct exo_vas_rec *rec = calloc(1, sizeof *rec);
     if (!rec)
         return exo_fail(EXO_ENOMEM, "creating VAS '%s'", name);
