@@ -6,6 +6,7 @@
  * descriptor or lock is inherited; each attaches on its own. */
 #include "harness.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -142,6 +143,22 @@ static void holder(int cmd, int reply, long vid)
 }
 
 /* Ask helper to switch in (or home, etc.) and wait for its acknowledgement. */
+/* This process's mappings, read with plain read(2) into a static buffer so that reading
+ * them maps nothing. */
+static const char *maps_now(char *buf, size_t len)
+{
+    int fd = open("/proc/self/maps", O_RDONLY);
+    CHECK(fd >= 0);
+    size_t n = 0;
+    ssize_t r;
+    while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fd);
+    CHECK(n < len - 1);
+    buf[n] = '\0';
+    return buf;
+}
+
 static void command(struct helper *h, char c)
 {
     send_byte(h->cmd_fd, c);
@@ -242,6 +259,23 @@ int main(void)
     CHECK_ERR(vas_try_switch(hrw), EXO_EBUSY);
     CHECK_ERR(vas_try_switch(hro), EXO_EBUSY);
     CHECK_EQ(vas_current(), VAS_HOME);
+    /* A failed try from a VAS whose segment would have to be parked leaves every mapping
+     * as it was: no parking slot reserved for the switch that did not happen. */
+    static char maps_before[1 << 16], maps_after[1 << 16];
+    vhandle_t hfirst;
+    CHECK_OK(vas_attach(v_first, &hfirst));
+    CHECK_OK(vas_try_switch(hfirst));
+    maps_now(maps_before, sizeof maps_before);
+    CHECK_ERR(vas_try_switch(hrw), EXO_EBUSY);
+    maps_now(maps_after, sizeof maps_after);
+    if (strcmp(maps_before, maps_after) != 0) {
+        fprintf(stderr, "a failed vas_try_switch changed the mappings:\n--- before\n%s--- after\n%s",
+                maps_before, maps_after);
+        return 1;
+    }
+    CHECK_EQ(vas_current(), hfirst);
+    CHECK_OK(vas_switch(VAS_HOME));
+    CHECK_OK(vas_detach(hfirst));
     /* A failed try into "pair" took "first" on its way and must have let it go again. */
     vhandle_t hpair;
     CHECK_OK(vas_attach(v_pair, &hpair));

@@ -171,21 +171,38 @@ void exo_space_hide(struct space *s, struct pseg *ps)
 }
 
 /* Give every segment that will be parked a slot before anything moves, so that running out
- * of address space fails the switch cleanly. */
+ * of address space fails the switch cleanly. made[i] says which of from's slots this call
+ * reserved, so that a switch that fails (or finds a lock busy) can give exactly those back. */
 static int reserve_slots(struct space *s, const struct attachment *from,
-                         const struct attachment *to)
+                         const struct attachment *to, bool made[VAS_SEGS_MAX])
 {
     if (!from)
         return 0;
     for (unsigned i = 0; i < from->nsegs; i++) {
         struct pseg *ps = from->segs[i].ps;
+        made[i] = false;
         if (find_in(to, ps) || !parkable(s, ps) || ps->park_addr)
             continue;
         int rc = exo_os_reserve_congruent(ps->size, ps->base, PARK_MODULUS, &ps->park_addr);
         if (rc)
             return exo_fail(-rc, "segment '%s': no address space left to park it", ps->name);
+        made[i] = true;
     }
     return 0;
+}
+
+/* Give back the slots reserve_slots() made, for a switch that ends where it began. */
+static void unreserve_slots(const struct attachment *from, const bool made[VAS_SEGS_MAX])
+{
+    if (!from)
+        return;
+    for (unsigned i = 0; i < from->nsegs; i++) {
+        struct pseg *ps = from->segs[i].ps;
+        if (made[i] && ps->where != PSEG_PARKED) {
+            exo_os_unmap(ps->park_addr, ps->size);
+            ps->park_addr = 0;
+        }
+    }
 }
 
 static int remap_all(struct space *s, struct attachment *from, struct attachment *to)
@@ -212,11 +229,16 @@ int exo_space_switch(struct space *s, struct attachment *to, bool wait)
     struct attachment *from = s->current;
     if (from == to)
         return 0;
-    int rc = reserve_slots(s, from, to);
-    if (rc)
+    bool made[VAS_SEGS_MAX] = {false};
+    int rc = reserve_slots(s, from, to, made);
+    if (!rc)
+        rc = acquire(s, to, false);
+    if (rc && !(rc == -EXO_EBUSY && wait)) {
+        /* Nothing moved and no lock was taken: leave the address space as it was. */
+        unreserve_slots(from, made);
         return rc;
-    rc = acquire(s, to, false);
-    if (rc == -EXO_EBUSY && wait) {
+    }
+    if (rc) {
         /* Holding locks while waiting for others could deadlock against a process that
          * waits in the other order: go home first, drop everything, then wait in order. */
         remap_all(s, from, NULL);
