@@ -9,7 +9,6 @@
 
 #define SEG_SIZE (UINT64_C(8) << 20)
 #define NODES 5000
-#define LIST_MAGIC UINT64_C(0x5eedf00d1157)
 
 struct node {
     struct node *next;
@@ -17,24 +16,12 @@ struct node {
     char label[24];
 };
 
-/* Where the list head is kept when the segment heap cannot be used: nodes are then laid
- * out by hand in the upper half of the segment. */
-struct manual_root {
-    uint64_t magic;
-    struct node *head;
-};
-
 static uint64_t value_of(int i)
 {
     return (uint64_t)i * i * 2654435761u + 17;
 }
 
-static struct manual_root *manual_root(void)
-{
-    return (struct manual_root *)(test_base(0) + SEG_SIZE / 2);
-}
-
-/* Build the list (head = node 0) with seg_malloc, or by hand if the heap is unavailable. */
+/* Build the list (head = node 0) with seg_malloc; the heap failing fails the test. */
 static void writer(void)
 {
     segid_t sid;
@@ -47,34 +34,16 @@ static void writer(void)
     CHECK_OK(vas_switch(vh));
 
     struct node *head = NULL;
-    int manual = 0;
     for (int i = NODES - 1; i >= 0; i--) {
         struct node *n = seg_malloc(sid, sizeof *n);
-        if (!n) {
-            CHECK(i == NODES - 1);   /* the heap failed at once, not half way */
-            manual = 1;
-            fprintf(stderr, "note: seg_malloc failed (%s); writing nodes by hand\n",
-                    exomem_last_error());
-            break;
-        }
+        CHECK(n != NULL);
         CHECK((uint64_t)n >= test_base(0) && (uint64_t)n + sizeof *n <= test_base(0) + SEG_SIZE);
         n->next = head;
         n->value = value_of(i);
         snprintf(n->label, sizeof n->label, "node-%d", i);
         head = n;
     }
-    if (manual) {
-        struct node *nodes = (struct node *)(manual_root() + 1);
-        for (int i = 0; i < NODES; i++) {
-            nodes[i].next = i + 1 < NODES ? &nodes[i + 1] : NULL;
-            nodes[i].value = value_of(i);
-            snprintf(nodes[i].label, sizeof nodes[i].label, "node-%d", i);
-        }
-        manual_root()->head = nodes;
-        manual_root()->magic = LIST_MAGIC;
-    } else {
-        CHECK_OK(seg_set_root(sid, head));
-    }
+    CHECK_OK(seg_set_root(sid, head));
     /* Exit while switched in and attached: nothing must depend on this process any more. */
     exit(0);
 }
@@ -90,18 +59,12 @@ static void reader(void)
     CHECK(test_faults((const void *)test_base(0), 0));   /* attached, not yet visible */
     CHECK_OK(vas_switch(vh));
 
-    struct node *head = NULL;
-    if (manual_root()->magic == LIST_MAGIC) {
-        head = manual_root()->head;
-        fprintf(stderr, "note: list was written by hand (no segment heap)\n");
-    } else {
-        void *root = NULL;
-        CHECK_OK(seg_get_root(sid, &root));
-        head = root;
-        struct seg_heap_stats st;
-        CHECK_OK(seg_heap_stats(sid, &st));
-        CHECK_EQ(st.allocations, NODES);
-    }
+    void *root = NULL;
+    CHECK_OK(seg_get_root(sid, &root));
+    struct node *head = root;
+    struct seg_heap_stats st;
+    CHECK_OK(seg_heap_stats(sid, &st));
+    CHECK_EQ(st.allocations, NODES);
     int i = 0;
     char label[24];
     for (struct node *n = head; n; n = n->next, i++) {

@@ -10,13 +10,25 @@
 #define ROUNDS 100
 #define SHARED_PAGES 32
 
+/* The shared-region writers go on past their 20,000 writes until this many traps were seen
+ * (bounded by WRITES_MAX), so the count asserted below is never left to chance. */
+#define MIN_SHARED_TRAPS 200
+#define WRITES_MAX 20000000
+
 static exo_vm_engine engine;
 static atomic_int traps;
+static atomic_long protects;    /* exo_vm_prot1 calls on the shared region */
+
+static exo_vm_region *shared;
+static char *shared_mem;
+static atomic_int stop;
 
 static exo_vm_action unprot_handler(exo_vm_fault *f, void *arg)
 {
     (void)arg;
     atomic_fetch_add(&traps, 1);
+    /* Every trap is on a page of the region that faulted, reported page-aligned. */
+    CHECK(((uintptr_t)f->page & (PG - 1)) == 0);
     return exo_vm_unprot(f->region, f->page) == 0 ? EXO_VM_RESUME : EXO_VM_DECLINE;
 }
 
@@ -37,10 +49,6 @@ static void *own_regions(void *arg)
     return NULL;
 }
 
-static exo_vm_region *shared;
-static char *shared_mem;
-static atomic_int stop;
-
 static void *protector(void *arg)
 {
     unsigned x = (unsigned)(uintptr_t)arg;
@@ -48,6 +56,7 @@ static void *protector(void *arg)
         x = x * 1103515245u + 12345u;
         char *p = shared_mem + (x >> 8) % SHARED_PAGES * PG;
         CHECK_OK(exo_vm_prot1(shared, p, EXO_VM_READONLY));
+        atomic_fetch_add(&protects, 1);
     }
     return NULL;
 }
@@ -55,7 +64,8 @@ static void *protector(void *arg)
 static void *writer(void *arg)
 {
     int id = (int)(uintptr_t)arg;
-    for (int i = 0; i < 20000; i++) {
+    for (int i = 0; i < WRITES_MAX && (i < 20000 || atomic_load(&traps) < MIN_SHARED_TRAPS);
+         i++) {
         volatile int *slot = (volatile int *)(shared_mem + (size_t)(i % SHARED_PAGES) * PG) + id;
         *slot = i;
         CHECK_EQ(*slot, i);
@@ -80,6 +90,7 @@ static void run(exo_vm_engine e)
     CHECK_OK(exo_vm_region_create(shared_mem, SHARED_PAGES * PG, &opt, &shared));
     atomic_store(&stop, 0);
     atomic_store(&traps, 0);
+    atomic_store(&protects, 0);
     pthread_t p[2], w[2];
     for (int i = 0; i < 2; i++) {
         CHECK(pthread_create(&p[i], NULL, protector, (void *)(uintptr_t)(i + 1)) == 0);
@@ -90,7 +101,14 @@ static void run(exo_vm_engine e)
     atomic_store(&stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(p[i], NULL);
-    printf("  %s: %d traps on the shared region\n", exo_vm_engine_name(e), atomic_load(&traps));
+    int n = atomic_load(&traps);
+    long prot = atomic_load(&protects);
+    printf("  %s: %d traps on the shared region, %ld PROT1 calls\n", exo_vm_engine_name(e), n,
+           prot);
+    /* Writes raced with PROT1 and trapped; and no trap came from nowhere: each protected
+     * page traps at most once per writer before the handler unprotects it. */
+    CHECK(n >= MIN_SHARED_TRAPS);
+    CHECK(n <= 2 * prot);
     CHECK_OK(exo_vm_region_destroy(shared));
     munmap(shared_mem, SHARED_PAGES * PG);
     munmap(mem, THREADS * 4 * PG);
