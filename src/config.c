@@ -5,8 +5,12 @@
  *   EXOMEM_HUGETLBFS_2M  hugetlbfs mount for 2M-page segments (default: found in mounts)
  *   EXOMEM_HUGETLBFS_1G  hugetlbfs mount for 1G-page segments (default: found in mounts)
  *   EXOMEM_TMPFS_HUGE    tmpfs (huge=advise/within_size/always) for SEG_THP segments
+ *   EXOMEM_VM_DISABLE_UFFD  1: act as if the kernel had no userfaultfd (tests the fallbacks)
+ *   EXOMEM_FAULT         kind:N:errno, testing only: the Nth system call of that kind in
+ *                        this process fails with that errno (src/os/os.h, os_fault.c)
  */
 #include "internal.h"
+#include "os/os.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -52,6 +56,35 @@ static void copy_env(char *dst, size_t len, const char *name, const char *fallba
     snprintf(dst, len, "%s", (v && *v) ? v : fallback);
 }
 
+/* EXOMEM_FAULT=kind:N:errno (errno by number or as ENOSPC, EIO, ENOMEM, EINTR, EACCES).
+ * A malformed value is ignored with a line on stderr: it is a testing knob, and a test
+ * that sets it wrong must see why nothing failed. */
+static void arm_fault(const char *spec)
+{
+    static const struct { const char *name; int err; } errnos[] = {
+        {"ENOSPC", ENOSPC}, {"EIO", EIO}, {"ENOMEM", ENOMEM}, {"EINTR", EINTR},
+        {"EACCES", EACCES}, {"EPERM", EPERM}, {"EBUSY", EBUSY},
+    };
+    if (!spec || !*spec)
+        return;
+    char kind[32], err[32];
+    unsigned long nth;
+    if (sscanf(spec, "%31[a-z]:%lu:%31[A-Z0-9]", kind, &nth, err) != 3 ||
+        exo_os_fault_kind_parse(kind) < 0) {
+        fprintf(stderr, "exomem: EXOMEM_FAULT=%s is not kind:N:errno; ignored\n", spec);
+        return;
+    }
+    int e = atoi(err);
+    for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+        if (!strcmp(errnos[i].name, err))
+            e = errnos[i].err;
+    if (e <= 0) {
+        fprintf(stderr, "exomem: EXOMEM_FAULT=%s: unknown errno %s; ignored\n", spec, err);
+        return;
+    }
+    exo_os_fault_arm(exo_os_fault_kind_parse(kind), nth, e);
+}
+
 static void config_load(void)
 {
     copy_env(config.root, sizeof config.root, "EXOMEM_ROOT", "/dev/shm/exomem");
@@ -71,6 +104,11 @@ static void config_load(void)
     copy_env(config.hugetlbfs_2m, sizeof config.hugetlbfs_2m, "EXOMEM_HUGETLBFS_2M", "");
     copy_env(config.hugetlbfs_1g, sizeof config.hugetlbfs_1g, "EXOMEM_HUGETLBFS_1G", "");
     copy_env(config.tmpfs_huge, sizeof config.tmpfs_huge, "EXOMEM_TMPFS_HUGE", "");
+
+    const char *off = getenv("EXOMEM_VM_DISABLE_UFFD");
+    config.vm_disable_uffd = off && *off && strcmp(off, "0") != 0;
+
+    arm_fault(getenv("EXOMEM_FAULT"));
 }
 
 const struct exo_config *exo_config(void)

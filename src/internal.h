@@ -23,6 +23,7 @@ struct exo_config {
     char hugetlbfs_2m[4096];  /* EXOMEM_HUGETLBFS_2M: hugetlbfs mount for 2M segments */
     char hugetlbfs_1g[4096];  /* EXOMEM_HUGETLBFS_1G: hugetlbfs mount for 1G segments */
     char tmpfs_huge[4096];    /* EXOMEM_TMPFS_HUGE: tmpfs with huge pages for SEG_THP */
+    bool vm_disable_uffd;     /* EXOMEM_VM_DISABLE_UFFD set and not "0" */
 };
 const struct exo_config *exo_config(void);
 

@@ -83,9 +83,8 @@ static void shm_file(void)
 }
 
 /* A dirty region on a visible exomem segment, and MAP2 over the segment's data file. */
-static void segment(void)
+static void segment(const char *root)
 {
-    const char *root = test_root_setup();
     uint64_t base = test_base(0);
     segid_t sid;
     vasid_t vid;
@@ -130,10 +129,13 @@ static void segment(void)
 
 int main(void)
 {
+    /* First: the library reads its environment (EXOMEM_ROOT among it) once, at its first
+     * call of any kind. */
+    const char *root = test_root_setup();
     coherence();
     vm_test_each_trap_engine(region_on_view);
     shm_file();
-    segment();
+    segment(root);
     printf("ok\n");
     return 0;
 }

@@ -16,6 +16,7 @@
  */
 #include "alloc/heap.h"
 #include "internal.h"
+#include "os/os.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -405,8 +406,7 @@ static bool wait_formatted(struct exo_heap *h)
     for (int i = 0; i < 4000; i++) {
         if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != HEAP_BUSY)
             return true;
-        struct timespec ts = {0, 250000};
-        nanosleep(&ts, NULL);
+        exo_os_sleep_ns(250000);
     }
     return false;
 }

@@ -1,9 +1,34 @@
-/* The only layer that calls mmap, mremap, mprotect, fcntl locks, flock and the file system.
- * Each wrapper returns 0 (or a result) and a negative exomem code on failure, with errno
- * preserved for the caller's message. Nothing here keeps state. */
+/* src/os: the only layer of exomem that talks to the kernel.
+ *
+ * Contract (every file in src/os keeps it; nothing above src/os breaks it):
+ * - Only src/os calls the kernel or libc's system-call wrappers (mmap, mremap, mprotect,
+ *   open, pread, link, mkdir, stat, flock/fcntl locks, ioctl, mount, userfaultfd, signals,
+ *   /proc and /sys). The layers above call these wrappers; tests/test_os_boundary.sh fails
+ *   the build's suite on any system call outside src/os. (src/config.c alone reads the
+ *   environment: that is configuration, not the kernel.)
+ * - A wrapper does one thing the kernel offers and hides kernel-version differences (uapi
+ *   constants newer than Debian 12's headers are defined in os_uapi.h and probed at run time).
+ * - It returns 0 (or a result: a descriptor, a length) or a negative exomem code
+ *   (-EXO_EACCES, ...; exo_os_code() maps errno), and leaves errno as the kernel set it, so
+ *   the caller can add strerror(errno) to its message. Wrappers write no message themselves:
+ *   the caller knows which object the call was for.
+ * - EINTR: calls that can be interrupted (open, pread, pwrite, posix_fallocate, waiting
+ *   locks) are retried inside the wrapper; close is never retried (Linux frees the
+ *   descriptor anyway). An injected EINTR takes the same retry path.
+ * - No state: wrappers keep nothing between calls, so they are thread-safe; the fault
+ *   injector's counters are the one exception and are only for tests. Wrappers documented
+ *   as async-signal-safe (exo_os_pool_restore, the uffd and signal ones) call nothing else.
+ * - Failure leaves nothing behind: a wrapper that made something (a mapping, a directory)
+ *   before a later step failed undoes it before returning.
+ *
+ * Injected faults: exo_os_fault_arm(kind, n, err) makes the n-th wrapper call of `kind`
+ * after arming fail with errno `err`, without calling the kernel; the tests walk n upward
+ * through an operation until it succeeds (tests/test_faults.c), and EXOMEM_FAULT does the
+ * same for a whole process (the CLI). Off, it costs one load and an untaken branch. */
 #ifndef EXOMEM_OS_H
 #define EXOMEM_OS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +41,41 @@
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
 #endif
+
+/* --- injected faults (os_fault.c) --- */
+
+enum exo_fault_kind {
+    EXO_FAULT_OPEN,     /* opening files */
+    EXO_FAULT_READ,     /* reading files, links, directories and metadata */
+    EXO_FAULT_WRITE,    /* writing files */
+    EXO_FAULT_SIZE,     /* sizing and filling files (fallocate, ftruncate, hugetlb reserve) */
+    EXO_FAULT_NAME,     /* making, removing, linking and re-permissioning names */
+    EXO_FAULT_MAP,      /* mapping and reserving address space */
+    EXO_FAULT_MOVE,     /* moving page tables (mremap) */
+    EXO_FAULT_PROTECT,  /* changing access (mprotect) */
+    EXO_FAULT_LOCK,     /* segment and registry locks */
+    EXO_FAULT_MOUNT,    /* mounting private file systems */
+    EXO_FAULT_POOL,     /* growing huge page pools */
+    EXO_FAULT_KINDS
+};
+
+extern int exo_os_fault_on;
+bool exo_os_fault_hit(enum exo_fault_kind kind);
+/* In a wrapper, before its kernel call: true (errno set) when this call is to fail. */
+static inline bool exo_os_fault(enum exo_fault_kind kind)
+{
+    return __builtin_expect(exo_os_fault_on, 0) && exo_os_fault_hit(kind);
+}
+/* Count every wrapper call from now on, and fail the nth of `kind` (nth 0: none; kind -1:
+ * count only) with errno err. Not thread-safe against itself: arm from one thread. */
+void exo_os_fault_arm(int kind, unsigned long nth, int err);
+void exo_os_fault_disarm(void);
+/* Calls of `kind` since arming; whether the armed fault has fired. */
+unsigned long exo_os_fault_calls(enum exo_fault_kind kind);
+bool exo_os_fault_fired(void);
+const char *exo_os_fault_kind_name(enum exo_fault_kind kind);
+/* The kind of that name ("open", "map", ...), or -1. */
+int exo_os_fault_kind_parse(const char *name);
 
 /* Highest user address + 1 with 4-level paging (47 bits). */
 #define EXO_USER_ADDR_END (UINT64_C(1) << 47)
@@ -80,12 +140,53 @@ int exo_os_open(const char *path, int flags, mode_t mode);
 int exo_os_close(int fd);
 /* Read or write exactly len bytes at off; short read -> -EXO_ECORRUPT. */
 int exo_os_pread_all(int fd, void *buf, size_t len, off_t off);
+/* One pread of up to len bytes at off: the count read (0 at end of file) or -EXO_ code. */
+long exo_os_pread_some(int fd, void *buf, size_t len, off_t off);
 int exo_os_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 /* Size the file to len; reserve its blocks when `reserve` (ENOSPC -> -EXO_ENOSPC). */
 int exo_os_size_file(int fd, uint64_t len, bool reserve);
 int exo_os_fsync(int fd);
 /* Map errno to an exomem code (EACCES -> EXO_EACCES, ...). */
 int exo_os_code(int err);
+
+/* --- names in the file system (os_fs.c) --- */
+
+struct stat;
+/* mkdir with exactly `mode` (the umask undone); -EXO_EEXIST if it exists. */
+int exo_os_mkdir(const char *path, mode_t mode);
+int exo_os_rmdir(const char *path);
+int exo_os_unlink(const char *path);
+/* link(2): never replaces an existing path (-EXO_EEXIST). */
+int exo_os_link(const char *existing, const char *path);
+int exo_os_symlink(const char *target, const char *path);
+/* The link's target, NUL-terminated in buf (at most len-1 bytes); returns its length. */
+int exo_os_readlink(const char *path, char *buf, size_t len);
+int exo_os_stat(const char *path, struct stat *st);
+int exo_os_lstat(const char *path, struct stat *st);
+int exo_os_fstat(int fd, struct stat *st);
+int exo_os_chmod(const char *path, mode_t mode);
+int exo_os_fchmod(int fd, mode_t mode);
+/* Call each(name) for every entry of dir but . and .., until it returns non-zero (which
+ * is returned). -EXO_ code if dir cannot be read. */
+int exo_os_dir_each(const char *dir, int (*each)(const char *name, void *arg), void *arg);
+uid_t exo_os_euid(void);
+int exo_os_pid(void);
+/* Copy size bytes from file src to file dst through two temporary shared mappings (works
+ * on hugetlbfs, which has no read/write). */
+int exo_os_copy_file(int src, int dst, uint64_t size);
+
+/* --- threads and the CPU --- */
+
+/* The base page size (sysconf). */
+long exo_os_page_size(void);
+/* Give the CPU to another thread (sched_yield). */
+void exo_os_yield(void);
+/* Sleep for ns nanoseconds (less if a signal comes). */
+void exo_os_sleep_ns(long ns);
+/* Block every signal in the calling thread (*old gets the previous mask), and put a mask
+ * back. For helper threads that must never run a handler. */
+int exo_os_block_signals(sigset_t *old);
+int exo_os_restore_signals(const sigset_t *old);
 
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);

@@ -40,7 +40,7 @@ int exo_os_open(const char *path, int flags, mode_t mode)
 {
     int fd;
     do {
-        fd = open(path, flags | O_CLOEXEC, mode);
+        fd = exo_os_fault(EXO_FAULT_OPEN) ? -1 : open(path, flags | O_CLOEXEC, mode);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -exo_os_code(errno);
@@ -59,7 +59,7 @@ int exo_os_pread_all(int fd, void *buf, size_t len, off_t off)
 {
     char *p = buf;
     while (len > 0) {
-        ssize_t n = pread(fd, p, len, off);
+        ssize_t n = exo_os_fault(EXO_FAULT_READ) ? -1 : pread(fd, p, len, off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -73,11 +73,20 @@ int exo_os_pread_all(int fd, void *buf, size_t len, off_t off)
     return 0;
 }
 
+long exo_os_pread_some(int fd, void *buf, size_t len, off_t off)
+{
+    ssize_t n;
+    do {
+        n = exo_os_fault(EXO_FAULT_READ) ? -1 : pread(fd, buf, len, off);
+    } while (n < 0 && errno == EINTR);
+    return n < 0 ? -exo_os_code(errno) : (long)n;
+}
+
 int exo_os_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, off);
+        ssize_t n = exo_os_fault(EXO_FAULT_WRITE) ? -1 : pwrite(fd, p, len, off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -93,6 +102,8 @@ int exo_os_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 
 int exo_os_size_file(int fd, uint64_t len, bool reserve)
 {
+    if (exo_os_fault(EXO_FAULT_SIZE))
+        return -exo_os_code(errno);
     if (reserve) {
         int err;
         do {

@@ -120,6 +120,8 @@ int exo_os_pool_grow(uint64_t page_size, long need_free, long *saved_total, long
 
 int exo_os_pool_reserve(uint64_t page_size, long need_free, long *saved_total)
 {
+    if (exo_os_fault(EXO_FAULT_POOL))
+        return -exo_os_code(errno);
     long free_after;
     int rc = exo_os_pool_grow(page_size, need_free, saved_total, &free_after);
     if (rc == 0 && free_after < need_free) {

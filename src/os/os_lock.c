@@ -10,6 +10,8 @@
 
 int exo_os_lock(int fd, enum exo_lock_mode mode, bool wait)
 {
+    if (exo_os_fault(EXO_FAULT_LOCK))
+        return -exo_os_code(errno);
     struct flock fl = {
         .l_type = mode == EXO_LOCK_EXCLUSIVE ? F_WRLCK : mode == EXO_LOCK_SHARED ? F_RDLCK
                                                                                  : F_UNLCK,
@@ -36,6 +38,8 @@ int exo_os_unlock(int fd)
 
 int exo_os_flock(int fd, bool exclusive)
 {
+    if (exo_os_fault(EXO_FAULT_LOCK))
+        return -exo_os_code(errno);
     while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
         if (errno != EINTR)
             return -exo_os_code(errno);

@@ -14,6 +14,8 @@
 
 int exo_os_reserve_fixed(uint64_t addr, uint64_t len)
 {
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
     void *p = mmap((void *)addr, len, PROT_NONE, RESERVE_FLAGS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) {
         if (errno == EEXIST)
@@ -30,6 +32,8 @@ int exo_os_reserve_fixed(uint64_t addr, uint64_t len)
 
 int exo_os_reserve_congruent(uint64_t len, uint64_t align_to, uint64_t modulus, uint64_t *addr)
 {
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
     uint64_t want = align_to & (modulus - 1);
     uint64_t span = len + modulus;
     if (span < len)
@@ -62,6 +66,8 @@ int exo_os_hide(uint64_t addr, uint64_t len)
 int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate,
                           bool huge_advice)
 {
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
     int prot = PROT_READ | (writable ? PROT_WRITE : 0);
     /* With huge_advice the advice must come before the first fault, so populate after it:
      * MAP_POPULATE would fault 4K pages in first on a huge=advise tmpfs. */
@@ -79,6 +85,8 @@ int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bo
 
 int exo_os_move(uint64_t from, uint64_t to, uint64_t len)
 {
+    if (exo_os_fault(EXO_FAULT_MOVE))
+        return -exo_os_code(errno);
     void *p = mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
                      (void *)to);
     if (p == MAP_FAILED)
@@ -92,6 +100,8 @@ int exo_os_move(uint64_t from, uint64_t to, uint64_t len)
 
 int exo_os_protect(uint64_t addr, uint64_t len, int access)
 {
+    if (exo_os_fault(EXO_FAULT_PROTECT))
+        return -exo_os_code(errno);
     int prot = access == 0 ? PROT_NONE : access == 1 ? PROT_READ : PROT_READ | PROT_WRITE;
     if (mprotect((void *)addr, len, prot) != 0)
         return -exo_os_code(errno);
@@ -139,4 +149,24 @@ bool exo_os_range_mapped_except(uint64_t addr, uint64_t len,
     }
     fclose(f);
     return found;
+}
+
+int exo_os_copy_file(int src, int dst, uint64_t size)
+{
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
+    void *from = mmap(NULL, size, PROT_READ, MAP_SHARED, src, 0);
+    if (from == MAP_FAILED)
+        return -exo_os_code(errno);
+    void *to = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dst, 0);
+    if (to == MAP_FAILED) {
+        int err = errno;
+        munmap(from, size);
+        errno = err;
+        return -exo_os_code(err);
+    }
+    memcpy(to, from, size);
+    munmap(to, size);
+    munmap(from, size);
+    return 0;
 }

@@ -192,6 +192,8 @@ bool exo_os_is_private_mount(const char *dir, uint64_t page_size)
 
 int exo_os_mount_private(const char *dir, uint64_t page_size)
 {
+    if (exo_os_fault(EXO_FAULT_MOUNT))
+        return -exo_os_code(errno);
     char opts[64];
     if (page_size)
         snprintf(opts, sizeof opts, "pagesize=%lluK,mode=1777",
@@ -215,6 +217,8 @@ int exo_os_unmount(const char *dir)
 
 int exo_os_hugetlb_reserve_file(int fd, uint64_t len)
 {
+    if (exo_os_fault(EXO_FAULT_SIZE))
+        return -exo_os_code(errno);
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return -EXO_ENOHUGE;
@@ -241,6 +245,8 @@ static int map_aligned(int fd, uint64_t len, int prot, void **out)
 
 int exo_os_thp_fill_file(int fd, uint64_t len)
 {
+    if (exo_os_fault(EXO_FAULT_SIZE))
+        return -exo_os_code(errno);
     void *p = NULL;
     int rc = map_aligned(fd, len, PROT_READ | PROT_WRITE, &p);
     if (rc)

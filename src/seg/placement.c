@@ -3,7 +3,6 @@
 #include "internal.h"
 #include "os/os.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,7 +52,7 @@ static int locate_mount(const char *name, uint64_t page, struct placement *pl)
         snprintf(pl->mount, sizeof pl->mount, "%s", shared);
         return 0;
     }
-    if (geteuid() == 0) {
+    if (exo_os_euid() == 0) {
         pl->mount_needed = true;
         return 0;
     }
@@ -82,7 +81,7 @@ static int pool_for(const char *name, uint64_t page, uint64_t size, struct place
     if (avail >= need)
         return 0;
     long missing = need - avail;
-    if (geteuid() != 0)
+    if (exo_os_euid() != 0)
         return exo_fail(EXO_ENOHUGE, "segment '%s': needs %ld free %llu MiB huge pages, the pool "
                         "has %ld free of %ld; run as root (the pool then grows on demand) or "
                         "add the pages: echo %ld > %s/nr_hugepages", name, need, mib, avail,
@@ -115,14 +114,18 @@ static int mount_private(const char *name, uint64_t page, struct placement *pl)
     int rc = exo_reg_path(parent, sizeof parent, "mnt");
     if (rc)
         return rc;
-    if ((mkdir(parent, 0755) != 0 && errno != EEXIST) ||
-        (mkdir(pl->mount, 0755) != 0 && errno != EEXIST))
-        return exo_fail(exo_os_code(errno), "segment '%s': cannot create %s: %s", name,
-                        pl->mount, strerror(errno));
+    if (((rc = exo_os_mkdir(parent, 0755)) != 0 && rc != -EXO_EEXIST) ||
+        ((rc = exo_os_mkdir(pl->mount, 0755)) != 0 && rc != -EXO_EEXIST)) {
+        int err = errno;
+        exo_os_rmdir(parent); /* fails harmlessly while another private mount remains */
+        errno = err;
+        return exo_fail(-rc, "segment '%s': cannot create %s: %s", name, pl->mount,
+                        strerror(errno));
+    }
     if ((rc = exo_os_mount_private(pl->mount, mount_kind(page))) != 0) {
         int err = errno;
-        rmdir(pl->mount);
-        rmdir(parent); /* fails harmlessly while another private mount remains */
+        exo_os_rmdir(pl->mount);
+        exo_os_rmdir(parent); /* fails harmlessly while another private mount remains */
         errno = err;
         return exo_fail(rc == -EXO_EPERM ? EXO_ENOHUGE : -rc, "segment '%s': cannot mount a "
                         "private %s at %s: %s", name, page == SEG_PAGE_4K ? "tmpfs" : "hugetlbfs",
@@ -134,24 +137,23 @@ static int mount_private(const char *name, uint64_t page, struct placement *pl)
 
 /* Unmount a private mount of this registry once no segment data is left in it (root only;
  * otherwise it simply stays). Mappings still using it stay valid (lazy detach). */
+static int any_entry(const char *name, void *arg)
+{
+    (void)name;
+    (void)arg;
+    return 1; /* stop: not empty */
+}
+
 void exo_seg_release_private_if_empty(const char *mount)
 {
     char parent[EXO_PATH_MAX];
-    if (geteuid() != 0 || exo_reg_path(parent, sizeof parent, "mnt/") != 0 ||
+    if (exo_os_euid() != 0 || exo_reg_path(parent, sizeof parent, "mnt/") != 0 ||
         strncmp(mount, parent, strlen(parent)) != 0)
         return;
-    DIR *d = opendir(mount);
-    if (!d)
-        return;
-    bool empty = true;
-    struct dirent *e;
-    while (empty && (e = readdir(d)) != NULL)
-        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
-    closedir(d);
-    if (empty && exo_os_unmount(mount) == 0) {
-        rmdir(mount);
+    if (exo_os_dir_each(mount, any_entry, NULL) == 0 && exo_os_unmount(mount) == 0) {
+        exo_os_rmdir(mount);
         parent[strlen(parent) - 1] = '\0';
-        rmdir(parent); /* fails harmlessly while another private mount remains */
+        exo_os_rmdir(parent); /* fails harmlessly while another private mount remains */
     }
 }
 

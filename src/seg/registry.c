@@ -3,7 +3,6 @@
 #include "internal.h"
 #include "os/os.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,14 +31,10 @@ int exo_reg_path(char *buf, size_t len, const char *fmt, ...)
  * only owners may remove theirs. The objects' own modes say who may use them. */
 static int make_dir(const char *path)
 {
-    if (mkdir(path, 01777) == 0) {
-        chmod(path, 01777); /* undo the umask */
+    int rc = exo_os_mkdir(path, 01777);
+    if (rc == 0 || rc == -EXO_EEXIST)
         return 0;
-    }
-    if (errno == EEXIST)
-        return 0;
-    return exo_fail(exo_os_code(errno), "cannot create registry directory %s: %s", path,
-                    strerror(errno));
+    return exo_fail(-rc, "cannot create registry directory %s: %s", path, strerror(errno));
 }
 
 int exo_reg_open(bool create)
@@ -51,7 +46,7 @@ int exo_reg_open(bool create)
         if (rc)
             return rc;
         struct stat st;
-        if (stat(path, &st) == 0) {
+        if (exo_os_stat(path, &st) == 0) {
             if (!S_ISDIR(st.st_mode))
                 return exo_fail(EXO_ECORRUPT, "registry entry %s is not a directory", path);
             continue;
@@ -75,7 +70,7 @@ int exo_reg_lock(bool exclusive, int *fd)
         f = exo_os_open(path, O_RDONLY, 0);
     if (f < 0)
         return exo_fail(-f, "cannot open registry lock %s", path);
-    fchmod(f, 0666); /* fails harmlessly unless we made it */
+    exo_os_fchmod(f, 0666); /* fails harmlessly unless we made it */
     if ((rc = exo_os_flock(f, exclusive)) != 0) {
         exo_os_close(f);
         return exo_fail(-rc, "cannot lock registry %s", path);
@@ -99,9 +94,13 @@ int exo_reg_next_id(uint64_t *id)
     int fd = exo_os_open(path, O_RDWR | O_CREAT, 0666);
     if (fd < 0)
         return exo_fail(-fd, "cannot open id counter %s", path);
-    fchmod(fd, 0666);
+    exo_os_fchmod(fd, 0666);
     char buf[32] = {0};
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    ssize_t n = exo_os_pread_some(fd, buf, sizeof buf - 1, 0);
+    if (n < 0) {
+        exo_os_close(fd);
+        return exo_fail((int)-n, "cannot read id counter %s", path);
+    }
     uint64_t next = 1;
     if (n > 0) {
         char *end;
@@ -122,7 +121,8 @@ int exo_reg_next_id(uint64_t *id)
 
 bool exo_reg_may_administer(uid_t owner)
 {
-    return geteuid() == 0 || geteuid() == owner;
+    uid_t me = exo_os_euid();
+    return me == 0 || me == owner;
 }
 
 int exo_check_name(const char *name)
@@ -170,14 +170,13 @@ int exo_name_lookup(enum exo_kind kind, const char *name, uint64_t *id)
     char path[EXO_PATH_MAX], target[64];
     if ((rc = name_path(path, sizeof path, kind, name)) != 0)
         return rc;
-    ssize_t n = readlink(path, target, sizeof target - 1);
+    int n = exo_os_readlink(path, target, sizeof target);
     if (n < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return exo_fail(EXO_ENOENT, "no %s named '%s' in %s",
                             kind == EXO_KIND_SEG ? "segment" : "VAS", name, exomem_root());
-        return exo_fail(exo_os_code(errno), "cannot read %s: %s", path, strerror(errno));
+        return exo_fail(-n, "cannot read %s: %s", path, strerror(errno));
     }
-    target[n] = '\0';
     if (parse_id(target, id) != 0)
         return exo_fail(EXO_ECORRUPT, "name link %s is corrupt", path);
     return 0;
@@ -190,11 +189,11 @@ int exo_name_link(enum exo_kind kind, const char *name, uint64_t id)
     if (rc)
         return rc;
     snprintf(target, sizeof target, "%llu", (unsigned long long)id);
-    if (symlink(target, path) != 0) {
-        if (errno == EEXIST)
+    if ((rc = exo_os_symlink(target, path)) != 0) {
+        if (rc == -EXO_EEXIST)
             return exo_fail(EXO_EEXIST, "a %s named '%s' exists already",
                             kind == EXO_KIND_SEG ? "segment" : "VAS", name);
-        return exo_fail(exo_os_code(errno), "cannot create %s: %s", path, strerror(errno));
+        return exo_fail(-rc, "cannot create %s: %s", path, strerror(errno));
     }
     return 0;
 }
@@ -205,8 +204,8 @@ int exo_name_unlink(enum exo_kind kind, const char *name)
     int rc = name_path(path, sizeof path, kind, name);
     if (rc)
         return rc;
-    if (unlink(path) != 0 && errno != ENOENT)
-        return exo_fail(exo_os_code(errno), "cannot remove %s: %s", path, strerror(errno));
+    if ((rc = exo_os_unlink(path)) != 0 && rc != -EXO_ENOENT)
+        return exo_fail(-rc, "cannot remove %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -214,6 +213,35 @@ static int compare_ids(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+struct name_walk {
+    const char *dir, *prefix;
+    uint64_t *ids;
+    size_t n, cap;
+};
+
+static int collect_name(const char *entry, void *arg)
+{
+    struct name_walk *w = arg;
+    if (strncmp(entry, w->prefix, strlen(w->prefix)) != 0)
+        return 0;
+    char path[EXO_PATH_MAX], target[64];
+    if (snprintf(path, sizeof path, "%s/%s", w->dir, entry) >= (int)sizeof path)
+        return 0;
+    uint64_t id = UINT64_MAX; /* an unreadable link still counts, as corrupt */
+    if (exo_os_readlink(path, target, sizeof target) > 0 && parse_id(target, &id) != 0)
+        id = UINT64_MAX;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        uint64_t *grown = realloc(w->ids, cap * sizeof *grown);
+        if (!grown)
+            return -EXO_ENOMEM;
+        w->ids = grown;
+        w->cap = cap;
+    }
+    w->ids[w->n++] = id;
+    return 0;
 }
 
 int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
@@ -224,43 +252,19 @@ int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
         return rc;
     *ids = NULL;
     *count = 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : exo_fail(exo_os_code(errno), "cannot read %s", dir);
-    size_t cap = 0, n = 0;
-    uint64_t *out = NULL;
-    const char *prefix = kind_prefix[kind];
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        char path[EXO_PATH_MAX], target[64];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
-            continue;
-        ssize_t len = readlink(path, target, sizeof target - 1);
-        uint64_t id = UINT64_MAX; /* an unreadable link still counts, as corrupt */
-        if (len > 0) {
-            target[len] = '\0';
-            if (parse_id(target, &id) != 0)
-                id = UINT64_MAX;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint64_t *grown = realloc(out, cap * sizeof *out);
-            if (!grown) {
-                free(out);
-                closedir(d);
-                return exo_fail(EXO_ENOMEM, "listing %s", dir);
-            }
-            out = grown;
-        }
-        out[n++] = id;
+    struct name_walk w = {.dir = dir, .prefix = kind_prefix[kind]};
+    rc = exo_os_dir_each(dir, collect_name, &w);
+    if (rc) {
+        free(w.ids);
+        if (rc == -EXO_ENOENT)
+            return 0;
+        return exo_fail(-rc, "cannot read %s: %s", dir,
+                        rc == -EXO_ENOMEM ? "out of memory" : strerror(errno));
     }
-    closedir(d);
-    if (n)
-        qsort(out, n, sizeof *out, compare_ids);
-    *ids = out;
-    *count = n;
+    if (w.n)
+        qsort(w.ids, w.n, sizeof *w.ids, compare_ids);
+    *ids = w.ids;
+    *count = w.n;
     return 0;
 }
 
@@ -326,20 +330,20 @@ void exo_record_seal(void *rec, size_t len)
 int exo_record_create(const char *path, const void *rec, size_t len, mode_t mode)
 {
     char tmp[EXO_PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, exo_os_pid()) >= (int)sizeof tmp)
         return exo_fail(EXO_ENAMETOOLONG, "path %s is too long", path);
-    unlink(tmp);
+    exo_os_unlink(tmp);
     int fd = exo_os_open(tmp, O_RDWR | O_CREAT | O_EXCL, mode);
     if (fd < 0)
         return exo_fail(-fd, "cannot create %s: %s", tmp, strerror(errno));
-    int rc = fchmod(fd, mode) == 0 ? 0 : -exo_os_code(errno);
+    int rc = exo_os_fchmod(fd, mode);
     if (!rc)
         rc = exo_os_pwrite_all(fd, rec, len, 0);
     exo_os_close(fd);
     /* link() never replaces an existing file: the record appears complete or not at all. */
-    if (!rc && link(tmp, path) != 0)
-        rc = -exo_os_code(errno);
-    unlink(tmp);
+    if (!rc)
+        rc = exo_os_link(tmp, path);
+    exo_os_unlink(tmp);
     if (rc)
         return exo_fail(-rc, "cannot write record %s", path);
     return 0;
@@ -368,7 +372,7 @@ int exo_record_read(const char *path, void *rec, size_t len, const char magic[8]
     if (fd < 0)
         return exo_fail(-fd, "cannot open record %s", path);
     struct stat st;
-    int rc = fstat(fd, &st) == 0 ? 0 : -exo_os_code(errno);
+    int rc = exo_os_fstat(fd, &st);
     if (!rc && (uint64_t)st.st_size != len)
         rc = -EXO_ECORRUPT;
     if (!rc)

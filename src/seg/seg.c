@@ -87,7 +87,7 @@ int exo_seg_open_data(const struct exo_seg_rec *rec, int *fd, bool *writable)
     if (f < 0)
         return exo_fail(-f, "segment '%s': cannot open %s", rec->name, path);
     struct stat st;
-    if (fstat(f, &st) != 0 || (uint64_t)st.st_size != rec->size) {
+    if (exo_os_fstat(f, &st) != 0 || (uint64_t)st.st_size != rec->size) {
         exo_os_close(f);
         return exo_fail(EXO_ECORRUPT, "segment '%s': data file %s has the wrong size",
                         rec->name, path);
@@ -139,7 +139,7 @@ static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *p
     if (fd < 0)
         return exo_fail(-fd, "segment '%s': cannot create %s: %s", rec->name, path,
                         strerror(errno));
-    int rc = fchmod(fd, mode) == 0 ? 0 : -exo_os_code(errno);
+    int rc = exo_os_fchmod(fd, mode);
     bool hugetlb = rec->page_size != SEG_PAGE_4K, thp = rec->flags & SEG_THP;
     bool reserve = !(rec->flags & SEG_NORESERVE);
     if (!rc)
@@ -156,7 +156,7 @@ static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *p
                       (unsigned long long)rec->size);
     exo_os_close(fd);
     if (rc)
-        unlink(path);
+        exo_os_unlink(path);
     return rc;
 }
 
@@ -217,9 +217,9 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
         exo_record_seal(&rec, sizeof rec);
         rc = exo_record_create(rpath, &rec, sizeof rec, 0644);
         if (!rc && (rc = exo_name_link(EXO_KIND_SEG, name, rec.id)) != 0)
-            unlink(rpath);
+            exo_os_unlink(rpath);
         if (rc)
-            unlink(dpath);
+            exo_os_unlink(dpath);
     }
     if (rc && placed)
         exo_seg_unplace(&pl);
@@ -263,8 +263,8 @@ static int stat_data(const struct exo_seg_rec *rec, struct stat *st)
     int rc = data_path(rec, path, sizeof path);
     if (rc)
         return rc;
-    if (stat(path, st) != 0)
-        return exo_fail(errno == ENOENT ? EXO_ECORRUPT : exo_os_code(errno),
+    if ((rc = exo_os_stat(path, st)) != 0)
+        return exo_fail(rc == -EXO_ENOENT ? EXO_ECORRUPT : -rc,
                         "segment '%s': data file %s: %s", rec->name, path, strerror(errno));
     return 0;
 }
@@ -301,9 +301,8 @@ static int set_mode(segid_t sid, mode_t mode)
     char path[EXO_PATH_MAX];
     if ((rc = data_path(&rec, path, sizeof path)) != 0)
         return rc;
-    if (chmod(path, mode) != 0)
-        return exo_fail(exo_os_code(errno), "segment '%s': chmod %s: %s", rec.name, path,
-                        strerror(errno));
+    if ((rc = exo_os_chmod(path, mode)) != 0)
+        return exo_fail(-rc, "segment '%s': chmod %s: %s", rec.name, path, strerror(errno));
     return 0;
 }
 
@@ -320,25 +319,6 @@ EXO_API int seg_ctl(segid_t sid, int cmd, void *arg)
     default:
         return exo_fail(EXO_EINVAL, "seg_ctl: unknown command %d", cmd);
     }
-}
-
-/* Copy src's data into dst through two temporary mappings; works for tmpfs and hugetlbfs
- * alike (hugetlbfs has no read/write). */
-static int copy_data(int src, int dst, uint64_t size)
-{
-    void *from = mmap(NULL, size, PROT_READ, MAP_SHARED, src, 0);
-    if (from == MAP_FAILED)
-        return -exo_os_code(errno);
-    void *to = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dst, 0);
-    if (to == MAP_FAILED) {
-        int err = errno;
-        munmap(from, size);
-        return -exo_os_code(err);
-    }
-    memcpy(to, from, size);
-    munmap(to, size);
-    munmap(from, size);
-    return 0;
 }
 
 EXO_API int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid)
@@ -371,10 +351,10 @@ EXO_API int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid)
         if (!rc)
             rc = exo_seg_open_data(&copy, &dst, &w);
         if (!rc)
-            rc = copy_data(src, dst, rec.size);
+            rc = exo_os_copy_file(src, dst, rec.size);
         if (dst >= 0) {
-            if (!rc && fchmod(dst, info.mode) != 0)
-                rc = -exo_os_code(errno);
+            if (!rc)
+                rc = exo_os_fchmod(dst, info.mode);
             exo_os_close(dst);
         }
         if (rc) {
@@ -421,9 +401,9 @@ EXO_API int seg_delete(segid_t sid)
     char path[EXO_PATH_MAX] = "";
     if (!rc) {
         if (record_path(sid, path, sizeof path) == 0)
-            unlink(path);
+            exo_os_unlink(path);
         if (data_path(&rec, path, sizeof path) == 0)
-            unlink(path);
+            exo_os_unlink(path);
     }
     if (fd >= 0)
         exo_os_close(fd);
@@ -462,9 +442,7 @@ EXO_API int seg_backing(segid_t sid, struct seg_backing *out)
     if (rec.page_size != SEG_PAGE_4K) {
         /* hugetlbfs counts the huge pages a file has in its blocks; all of them are huge. */
         struct stat st;
-        if (fstat(fd, &st) != 0)
-            rc = -exo_os_code(errno);
-        else
+        if ((rc = exo_os_fstat(fd, &st)) == 0)
             out->resident = out->huge = (uint64_t)st.st_blocks * 512 < rec.size
                                             ? (uint64_t)st.st_blocks * 512 : rec.size;
     } else {

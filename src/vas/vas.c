@@ -37,7 +37,7 @@ static int create_locked(const char *name, mode_t mode, const struct exo_vas_rec
     if (!rc && (rc = exo_name_link(EXO_KIND_VAS, name, rec->id)) != 0) {
         char path[EXO_PATH_MAX];
         if (exo_vas_rec_path(rec->id, path, sizeof path) == 0)
-            unlink(path);
+            exo_os_unlink(path);
     }
     if (!rc)
         *vid = rec->id;
@@ -86,8 +86,8 @@ int exo_vas_stat(vasid_t vid, struct stat *st)
     int rc = exo_vas_rec_path(vid, path, sizeof path);
     if (rc)
         return rc;
-    if (stat(path, st) != 0)
-        return exo_fail(errno == ENOENT ? EXO_ENOENT : exo_os_code(errno),
+    if ((rc = exo_os_stat(path, st)) != 0)
+        return exo_fail(-rc,
                         "VAS %llu: %s", (unsigned long long)vid, strerror(errno));
     return 0;
 }
@@ -128,7 +128,7 @@ EXO_API int vas_delete(vasid_t vid)
     if (!rc) {
         char path[EXO_PATH_MAX];
         if (exo_vas_rec_path(vid, path, sizeof path) == 0)
-            unlink(path);
+            exo_os_unlink(path);
     }
     exo_reg_unlock(lock);
     return rc;
@@ -268,8 +268,8 @@ int exo_vas_set_mode(vasid_t vid, mode_t mode)
     char path[EXO_PATH_MAX];
     if ((rc = exo_vas_rec_path(vid, path, sizeof path)) != 0)
         return rc;
-    if (chmod(path, mode) != 0)
-        return exo_fail(exo_os_code(errno), "chmod %s: %s", path, strerror(errno));
+    if ((rc = exo_os_chmod(path, mode)) != 0)
+        return exo_fail(-rc, "chmod %s: %s", path, strerror(errno));
     return 0;
 }
 

@@ -30,8 +30,7 @@ static void probe(void)
 {
     /* Documented knob (docs/appel-li.md): pretend the kernel has no userfaultfd, to test
      * the ENOTSUP paths and the AUTO fallback. */
-    const char *off = getenv("EXOMEM_VM_DISABLE_UFFD");
-    if (off && *off && strcmp(off, "0") != 0) {
+    if (exo_config()->vm_disable_uffd) {
         probe_rc = -EXO_ENOTSUP;
         probe_why = "userfaultfd disabled by EXOMEM_VM_DISABLE_UFFD";
         return;
@@ -173,11 +172,10 @@ int vm_uffd_create(struct exo_vm_region *r, bool shmem)
         return create_fail(r, rc, "cannot make an eventfd");
     }
     /* The handler thread takes no signals: they go to the program's own threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    sigset_t old;
+    exo_os_block_signals(&old);
     int err = pthread_create(&r->thread, NULL, handler_thread, r);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    exo_os_restore_signals(&old);
     if (err) {
         exo_os_uffd_unregister(r->uffd, r->base, r->len);
         return create_fail(r, exo_os_code(err) ? -exo_os_code(err) : -EXO_ENOMEM,

@@ -49,14 +49,14 @@ size_t vm_page(void)
 {
     static size_t page;
     if (!page)
-        page = (size_t)sysconf(_SC_PAGESIZE);
+        page = (size_t)exo_os_page_size();
     return page;
 }
 
 void vm_lock(struct exo_vm_region *r)
 {
     while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire))
-        sched_yield();
+        exo_os_yield();
 }
 
 void vm_unlock(struct exo_vm_region *r)
@@ -102,7 +102,7 @@ static void table_remove(struct exo_vm_region *r)
 {
     atomic_store(&slots[r->slot], NULL);
     while (atomic_load(&slot_users[r->slot]) != 0)
-        sched_yield();
+        exo_os_yield();
 }
 
 EXO_API size_t exo_vm_page_size(void)

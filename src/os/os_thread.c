@@ -1,0 +1,38 @@
+/* Threads and the CPU: the page size, yielding, and signal masks for helper threads. */
+#include "os/os.h"
+#include "internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+long exo_os_page_size(void)
+{
+    return sysconf(_SC_PAGESIZE);
+}
+
+void exo_os_yield(void)
+{
+    sched_yield();
+}
+
+void exo_os_sleep_ns(long ns)
+{
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    nanosleep(&ts, NULL);
+}
+
+int exo_os_block_signals(sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    int err = pthread_sigmask(SIG_SETMASK, &all, old);
+    return err ? -exo_os_code(err) : 0;
+}
+
+int exo_os_restore_signals(const sigset_t *old)
+{
+    int err = pthread_sigmask(SIG_SETMASK, old, NULL);
+    return err ? -exo_os_code(err) : 0;
+}
