@@ -85,38 +85,104 @@ void exo_reg_unlock(int fd)
     exo_os_close(fd);
 }
 
+/* The counter's text: decimal digits and a newline, nothing else (no sign, no spaces: a
+ * "-5" must not become 2^64-5), and below 2^62 so that it can never wrap. */
+static int parse_counter(const char *buf, long n, uint64_t *out)
+{
+    uint64_t v = 0;
+    long i = 0;
+    for (; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) {
+        v = v * 10 + (uint64_t)(buf[i] - '0');
+        if (v >= (UINT64_C(1) << 62))
+            return -EXO_ECORRUPT;
+    }
+    if (i == 0 || v == 0 || (i < n && !(buf[i] == '\n' && i + 1 == n)))
+        return -EXO_ECORRUPT;
+    *out = v;
+    return 0;
+}
+
+/* Is id taken by a segment or a VAS (their records, or a segment's data file)? */
+static bool id_taken(uint64_t id)
+{
+    static const char *const forms[] = {"segs/%llu", "segs/%llu.data", "vases/%llu"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char path[EXO_PATH_MAX];
+        struct stat st;
+        if (exo_reg_path(path, sizeof path, forms[i], (unsigned long long)id) == 0 &&
+            exo_os_lstat(path, &st) != -EXO_ENOENT)
+            return true;
+    }
+    return false;
+}
+
 int exo_reg_next_id(uint64_t *id)
 {
     char path[EXO_PATH_MAX];
     int rc = exo_reg_path(path, sizeof path, "ids");
     if (rc)
         return rc;
-    int fd = exo_os_open(path, O_RDWR | O_CREAT, 0666);
+    uint64_t next = 1;
+    int fd = exo_os_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+    if (fd >= 0) {
+        char buf[32] = {0};
+        long n = exo_os_pread_some(fd, buf, sizeof buf - 1, 0);
+        exo_os_close(fd);
+        if (n < 0)
+            return exo_fail((int)-n, "cannot read id counter %s", path);
+        if (n > 0 && parse_counter(buf, n, &next) != 0)
+            return exo_fail(EXO_ECORRUPT, "id counter %s is corrupt (expected a positive "
+                            "decimal number): remove it and exomem starts after the highest id "
+                            "in use", path);
+    } else if (fd != -EXO_ENOENT) {
+        return exo_fail(-fd, "cannot open id counter %s", path);
+    }
+    /* A counter set back (by hand, or by another user of a shared registry) must never hand
+     * out an id in use: segments and VASes share one space of ids. */
+    for (unsigned tries = 0; id_taken(next); tries++) {
+        if (tries > 1000000)
+            return exo_fail(EXO_ECORRUPT, "id counter %s: no free id after %llu", path,
+                            (unsigned long long)next);
+        next++;
+    }
+    *id = next;
+    return 0;
+}
+
+int exo_reg_commit_id(uint64_t id)
+{
+    char path[EXO_PATH_MAX];
+    int rc = exo_reg_path(path, sizeof path, "ids");
+    if (rc)
+        return rc;
+    int fd = exo_os_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0)
         return exo_fail(-fd, "cannot open id counter %s", path);
     exo_os_fchmod(fd, 0666);
-    char buf[32] = {0};
-    ssize_t n = exo_os_pread_some(fd, buf, sizeof buf - 1, 0);
-    if (n < 0) {
-        exo_os_close(fd);
-        return exo_fail((int)-n, "cannot read id counter %s", path);
-    }
-    uint64_t next = 1;
-    if (n > 0) {
-        char *end;
-        next = strtoull(buf, &end, 10);
-        if (end == buf || next == 0) {
-            exo_os_close(fd);
-            return exo_fail(EXO_ECORRUPT, "id counter %s is corrupt", path);
-        }
-    }
-    int len = snprintf(buf, sizeof buf, "%020llu\n", (unsigned long long)(next + 1));
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%020llu\n", (unsigned long long)(id + 1));
     rc = exo_os_pwrite_all(fd, buf, (size_t)len, 0);
     exo_os_close(fd);
     if (rc)
         return exo_fail(-rc, "cannot write id counter %s", path);
-    *id = next;
     return 0;
+}
+
+void exo_reg_forget_id(uint64_t id)
+{
+    char path[EXO_PATH_MAX];
+    int lock;
+    if (exo_reg_path(path, sizeof path, "ids") != 0 || exo_reg_lock(true, &lock) != 0)
+        return;
+    uint64_t next;
+    /* Only when nothing was made since: the counter then stands just past id. */
+    if (exo_reg_next_id(&next) == 0 && next == id + 1) {
+        if (id == 1)
+            exo_os_unlink(path);
+        else
+            exo_reg_commit_id(id - 1);
+    }
+    exo_reg_unlock(lock);
 }
 
 bool exo_reg_may_administer(uid_t owner)

@@ -30,8 +30,14 @@ int exo_reg_open(bool create);
 int exo_reg_lock(bool exclusive, int *fd);
 void exo_reg_unlock(int fd);
 
-/* The next unused id; the caller holds the exclusive registry lock. */
+/* The next unused id (never one a segment or VAS has); the caller holds the exclusive
+ * registry lock. Nothing is written: exo_reg_commit_id() moves the counter past it once the
+ * object is complete, so a creation that fails leaves the registry as it was. */
 int exo_reg_next_id(uint64_t *id);
+int exo_reg_commit_id(uint64_t id);
+/* Set the counter back to id when id was the last one handed out and its object is gone
+ * again (a seg_clone whose copy failed): best effort, takes the registry lock. */
+void exo_reg_forget_id(uint64_t id);
 
 /* Write the path of a registry file ("segs/12.data", ...) into buf. */
 int exo_reg_path(char *buf, size_t len, const char *fmt, ...)

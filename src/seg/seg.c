@@ -216,7 +216,14 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
     if (!rc) {
         exo_record_seal(&rec, sizeof rec);
         rc = exo_record_create(rpath, &rec, sizeof rec, 0644);
-        if (!rc && (rc = exo_name_link(EXO_KIND_SEG, name, rec.id)) != 0)
+        bool recorded = rc == 0, linked = false;
+        if (!rc)
+            linked = (rc = exo_name_link(EXO_KIND_SEG, name, rec.id)) == 0;
+        if (!rc)
+            rc = exo_reg_commit_id(rec.id);
+        if (rc && linked)
+            exo_name_unlink(EXO_KIND_SEG, name);
+        if (rc && recorded)
             exo_os_unlink(rpath);
         if (rc)
             exo_os_unlink(dpath);
@@ -359,7 +366,8 @@ EXO_API int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid)
         }
         if (rc) {
             int saved = rc;
-            seg_delete(made);
+            if (seg_delete(made) == 0)
+                exo_reg_forget_id(made);
             rc = exo_fail(-saved, "segment '%s': cannot copy into clone '%s'", rec.name,
                           new_name);
         }

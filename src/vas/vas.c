@@ -34,7 +34,14 @@ static int create_locked(const char *name, mode_t mode, const struct exo_vas_rec
     int rc = exo_reg_next_id(&rec->id);
     if (!rc)
         rc = exo_vas_rec_create(rec, mode);
-    if (!rc && (rc = exo_name_link(EXO_KIND_VAS, name, rec->id)) != 0) {
+    bool recorded = rc == 0, linked = false;
+    if (!rc)
+        linked = (rc = exo_name_link(EXO_KIND_VAS, name, rec->id)) == 0;
+    if (!rc)
+        rc = exo_reg_commit_id(rec->id);
+    if (rc && linked)
+        exo_name_unlink(EXO_KIND_VAS, name);
+    if (rc && recorded) {
         char path[EXO_PATH_MAX];
         if (exo_vas_rec_path(rec->id, path, sizeof path) == 0)
             exo_os_unlink(path);
