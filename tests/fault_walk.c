@@ -116,7 +116,12 @@ static void snap_file_lines(struct text *t, const char *path, const char *must_c
     fclose(f);
 }
 
-/* The registry, its private mounts and the huge page pools. */
+/* Whether the operation walked now may touch the huge page pools: only then are they part
+ * of the snapshot (other programs on the machine may change them meanwhile; the suite
+ * runs the tests that do so one at a time: tests/CMakeLists.txt, RESOURCE_LOCK). */
+static bool walk_pools;
+
+/* The registry, its private mounts and (walk_pools) the huge page pools. */
 static void snap_registry(struct text *t)
 {
     t->len = 0;
@@ -126,7 +131,7 @@ static void snap_registry(struct text *t)
     static const char *const pools[] = {"/sys/kernel/mm/hugepages/hugepages-2048kB",
                                         "/sys/kernel/mm/hugepages/hugepages-1048576kB"};
     static const char *const counts[] = {"nr_hugepages", "free_hugepages", "resv_hugepages"};
-    for (size_t p = 0; p < 2; p++)
+    for (size_t p = 0; p < 2 && walk_pools; p++)
         for (size_t c = 0; c < 3; c++) {
             char path[256];
             snprintf(path, sizeof path, "%s/%s", pools[p], counts[c]);
@@ -573,6 +578,7 @@ size_t fault_walk_all(const char *exomem_bin, bool quick, struct fault_walk_resu
                 continue;
             struct ctx c = {.page = variants[v].page, .flags = variants[v].flags,
                             .engine = variants[v].engine};
+            walk_pools = variants[v].page != SEG_PAGE_4K;
             struct fault_walk_result *r = &out[n++];
             memset(r, 0, sizeof *r);
             snprintf(r->op, sizeof r->op, "%s (%s%s)", lib_ops[i].name, variants[v].label,
@@ -587,6 +593,7 @@ size_t fault_walk_all(const char *exomem_bin, bool quick, struct fault_walk_resu
     }
     for (size_t i = 0; exomem_bin && i < sizeof cli_ops / sizeof cli_ops[0] && n < cap; i++) {
         struct ctx c = {.page = SEG_PAGE_4K, .bin = exomem_bin};
+        walk_pools = false;
         struct fault_walk_result *r = &out[n++];
         memset(r, 0, sizeof *r);
         snprintf(r->op, sizeof r->op, "%s", cli_ops[i].name);
