@@ -5,6 +5,7 @@
  *   EXOMEM_HUGETLBFS_2M  hugetlbfs mount for 2M-page segments (default: found in mounts)
  *   EXOMEM_HUGETLBFS_1G  hugetlbfs mount for 1G-page segments (default: found in mounts)
  *   EXOMEM_TMPFS_HUGE    tmpfs (huge=advise/within_size/always) for SEG_THP segments
+ *   EXOMEM_LOCK_TIMEOUT  milliseconds to wait for the registry lock (default 10000)
  *   EXOMEM_VM_DISABLE_UFFD  1: act as if the kernel had no userfaultfd (tests the fallbacks)
  *   EXOMEM_FAULT         kind:N:errno, testing only: the Nth system call of that kind in
  *                        this process fails with that errno (src/os/os.h, os_fault.c)
@@ -104,6 +105,12 @@ static void config_load(void)
     copy_env(config.hugetlbfs_2m, sizeof config.hugetlbfs_2m, "EXOMEM_HUGETLBFS_2M", "");
     copy_env(config.hugetlbfs_1g, sizeof config.hugetlbfs_1g, "EXOMEM_HUGETLBFS_1G", "");
     copy_env(config.tmpfs_huge, sizeof config.tmpfs_huge, "EXOMEM_TMPFS_HUGE", "");
+
+    config.lock_timeout_ms = 10000;
+    const char *wait = getenv("EXOMEM_LOCK_TIMEOUT");
+    uint64_t ms;
+    if (wait && exo_parse_size(wait, &ms) == 0 && ms <= 3600000)
+        config.lock_timeout_ms = (long)ms;
 
     const char *off = getenv("EXOMEM_VM_DISABLE_UFFD");
     config.vm_disable_uffd = off && *off && strcmp(off, "0") != 0;

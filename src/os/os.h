@@ -129,8 +129,11 @@ enum exo_lock_mode { EXO_LOCK_NONE = 0, EXO_LOCK_SHARED = 1, EXO_LOCK_EXCLUSIVE 
 int exo_os_lock(int fd, enum exo_lock_mode mode, bool wait);
 int exo_os_unlock(int fd);
 
-/* Whole-file flock for the registry lock file (shared or exclusive; waits). */
-int exo_os_flock(int fd, bool exclusive);
+/* Whole-file flock for the registry lock file (shared or exclusive), waiting at most
+ * timeout_ms: -EXO_EBUSY after that. */
+int exo_os_flock(int fd, bool exclusive, long timeout_ms);
+/* The pid holding a flock on fd's file (from /proc/locks), or 0 if none is found. */
+int exo_os_flock_holder(int fd);
 int exo_os_funlock(int fd);
 
 /* --- files --- */

@@ -46,11 +46,14 @@ int exo_reg_open(bool create)
         if (rc)
             return rc;
         struct stat st;
-        if (exo_os_stat(path, &st) == 0) {
+        if ((rc = exo_os_stat(path, &st)) == 0) {
             if (!S_ISDIR(st.st_mode))
                 return exo_fail(EXO_ECORRUPT, "registry entry %s is not a directory", path);
             continue;
         }
+        if (rc != -EXO_ENOENT)
+            return exo_fail(-rc, "cannot reach registry directory %s: %s", path,
+                            strerror(errno));
         if (!create)
             return exo_fail(EXO_ENOENT, "no registry at %s", exomem_root());
         if ((rc = make_dir(path)) != 0)
@@ -65,14 +68,20 @@ int exo_reg_lock(bool exclusive, int *fd)
     int rc = exo_reg_path(path, sizeof path, "lock");
     if (rc)
         return rc;
-    int f = exo_os_open(path, O_RDWR | O_CREAT, 0666);
+    int f = exo_os_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (f == -EXO_EACCES)
-        f = exo_os_open(path, O_RDONLY, 0);
+        f = exo_os_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (f < 0)
         return exo_fail(-f, "cannot open registry lock %s", path);
     exo_os_fchmod(f, 0666); /* fails harmlessly unless we made it */
-    if ((rc = exo_os_flock(f, exclusive)) != 0) {
+    long timeout_ms = exo_config()->lock_timeout_ms;
+    if ((rc = exo_os_flock(f, exclusive, timeout_ms)) != 0) {
+        int holder = rc == -EXO_EBUSY ? exo_os_flock_holder(f) : 0;
         exo_os_close(f);
+        if (rc == -EXO_EBUSY)
+            return exo_fail(EXO_EBUSY, "registry lock %s is held by %s%.0d for more than "
+                            "%ld ms (EXOMEM_LOCK_TIMEOUT)", path, holder ? "process " :
+                            "another process", holder, timeout_ms);
         return exo_fail(-rc, "cannot lock registry %s", path);
     }
     *fd = f;
@@ -116,6 +125,28 @@ static bool id_taken(uint64_t id)
     return false;
 }
 
+static int note_id(const char *entry, void *arg)
+{
+    uint64_t *highest = arg, v = 0;
+    for (const char *p = entry; *p >= '0' && *p <= '9' && v < (UINT64_C(1) << 58); p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    if (v > *highest)
+        *highest = v;
+    return 0;
+}
+
+/* The highest id a segment or VAS has (its files are named after it). */
+static uint64_t highest_id_in_use(void)
+{
+    uint64_t highest = 0;
+    char dir[EXO_PATH_MAX];
+    if (exo_reg_path(dir, sizeof dir, "segs") == 0)
+        exo_os_dir_each(dir, note_id, &highest);
+    if (exo_reg_path(dir, sizeof dir, "vases") == 0)
+        exo_os_dir_each(dir, note_id, &highest);
+    return highest;
+}
+
 int exo_reg_next_id(uint64_t *id)
 {
     char path[EXO_PATH_MAX];
@@ -130,10 +161,10 @@ int exo_reg_next_id(uint64_t *id)
         exo_os_close(fd);
         if (n < 0)
             return exo_fail((int)-n, "cannot read id counter %s", path);
+        /* A damaged counter (anyone who may write the registry could write "-5" into it)
+         * costs nothing: the next id is found from the ids in use instead. */
         if (n > 0 && parse_counter(buf, n, &next) != 0)
-            return exo_fail(EXO_ECORRUPT, "id counter %s is corrupt (expected a positive "
-                            "decimal number): remove it and exomem starts after the highest id "
-                            "in use", path);
+            next = highest_id_in_use() + 1;
     } else if (fd != -EXO_ENOENT) {
         return exo_fail(-fd, "cannot open id counter %s", path);
     }
@@ -245,6 +276,19 @@ int exo_name_lookup(enum exo_kind kind, const char *name, uint64_t *id)
     }
     if (parse_id(target, id) != 0)
         return exo_fail(EXO_ECORRUPT, "name link %s is corrupt", path);
+    /* A name is its object's owner's: a link made by someone else (in a registry whose
+     * names/ others may write) must not redirect the name to another object. */
+    char record[EXO_PATH_MAX];
+    struct stat link_st, rec_st;
+    if ((rc = exo_reg_path(record, sizeof record, "%s/%llu",
+                           kind == EXO_KIND_SEG ? "segs" : "vases",
+                           (unsigned long long)*id)) != 0)
+        return rc;
+    if (exo_os_lstat(path, &link_st) == 0 && exo_os_lstat(record, &rec_st) == 0 &&
+        link_st.st_uid != rec_st.st_uid && link_st.st_uid != 0)
+        return exo_fail(EXO_ECORRUPT, "name link %s belongs to uid %u but points to an object "
+                        "of uid %u: not followed", path, (unsigned)link_st.st_uid,
+                        (unsigned)rec_st.st_uid);
     return 0;
 }
 
@@ -334,6 +378,13 @@ int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
     return 0;
 }
 
+static int stop_at_first(const char *name, void *arg)
+{
+    (void)name;
+    (void)arg;
+    return 1;
+}
+
 int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void *item_buf,
                  size_t item_size, void *out, size_t cap, size_t *count, size_t *corrupt)
 {
@@ -342,13 +393,22 @@ int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void 
     *count = 0;
     if (corrupt)
         *corrupt = 0;
-    if (exo_reg_open(false) != 0) {
+    int rc = exo_reg_open(false);
+    if (rc == -EXO_ENOENT) {
         exo_clear_error();
         return 0; /* no registry yet: nothing in it */
     }
-    int lock;
-    int rc = exo_reg_lock(false, &lock);
     if (rc)
+        return rc;
+    /* A directory the caller cannot read is an error, not an empty list: the records'
+     * own modes (EACCES on one record) are what leave an object out. */
+    char dir[EXO_PATH_MAX];
+    if ((rc = exo_reg_path(dir, sizeof dir, kind == EXO_KIND_SEG ? "segs" : "vases")) != 0)
+        return rc;
+    if ((rc = exo_os_dir_each(dir, stop_at_first, NULL)) < 0)
+        return exo_fail(-rc, "cannot read registry directory %s: %s", dir, strerror(errno));
+    int lock;
+    if ((rc = exo_reg_lock(false, &lock)) != 0)
         return rc;
     uint64_t *ids;
     size_t n;
@@ -417,7 +477,7 @@ int exo_record_create(const char *path, const void *rec, size_t len, mode_t mode
 
 int exo_record_rewrite(const char *path, const void *rec, size_t len)
 {
-    int fd = exo_os_open(path, O_WRONLY, 0);
+    int fd = exo_os_open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd < 0)
         return exo_fail(-fd, "cannot open %s for writing", path);
     /* One pwrite of a few KiB to tmpfs is not torn by a signal; the checksum catches the
@@ -432,13 +492,22 @@ int exo_record_rewrite(const char *path, const void *rec, size_t len)
 int exo_record_read(const char *path, void *rec, size_t len, const char magic[8],
                     uint32_t version)
 {
-    int fd = exo_os_open(path, O_RDONLY, 0);
+    /* Anyone who may write the registry's directories could put a FIFO, a device or a link
+     * where a record belongs: open without following links or waiting for a writer, and
+     * read nothing but a regular file. */
+    int fd = exo_os_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd == -EXO_ENOENT)
         return exo_fail(EXO_ENOENT, "record %s does not exist", path);
+    if (fd < 0 && errno == ELOOP)
+        return exo_fail(EXO_ECORRUPT, "record %s is a symbolic link, not a record", path);
     if (fd < 0)
         return exo_fail(-fd, "cannot open record %s", path);
     struct stat st;
     int rc = exo_os_fstat(fd, &st);
+    if (!rc && !S_ISREG(st.st_mode)) {
+        exo_os_close(fd);
+        return exo_fail(EXO_ECORRUPT, "record %s is not a regular file", path);
+    }
     if (!rc && (uint64_t)st.st_size != len)
         rc = -EXO_ECORRUPT;
     if (!rc)

@@ -76,10 +76,11 @@ int exo_seg_open_data(const struct exo_seg_rec *rec, int *fd, bool *writable)
     int rc = data_path(rec, path, sizeof path);
     if (rc)
         return rc;
-    int f = exo_os_open(path, O_RDWR, 0);
+    /* Not following links nor waiting for a FIFO's writer: see exo_record_read(). */
+    int f = exo_os_open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK, 0);
     *writable = f >= 0;
     if (f == -EXO_EACCES)
-        f = exo_os_open(path, O_RDONLY, 0);
+        f = exo_os_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (f == -EXO_EACCES)
         return exo_fail(EXO_EACCES, "segment '%s': permission denied", rec->name);
     if (f == -EXO_ENOENT)
@@ -87,7 +88,8 @@ int exo_seg_open_data(const struct exo_seg_rec *rec, int *fd, bool *writable)
     if (f < 0)
         return exo_fail(-f, "segment '%s': cannot open %s", rec->name, path);
     struct stat st;
-    if (exo_os_fstat(f, &st) != 0 || (uint64_t)st.st_size != rec->size) {
+    if (exo_os_fstat(f, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size != rec->size) {
         exo_os_close(f);
         return exo_fail(EXO_ECORRUPT, "segment '%s': data file %s has the wrong size",
                         rec->name, path);
@@ -246,7 +248,14 @@ EXO_API int seg_find(const char *name, segid_t *sid)
     exo_clear_error();
     if (!sid)
         return exo_fail(EXO_EINVAL, "sid is NULL");
-    return exo_name_lookup(EXO_KIND_SEG, name, sid);
+    int rc = exo_name_lookup(EXO_KIND_SEG, name, sid);
+    struct exo_seg_rec rec;
+    if (!rc && exo_seg_load(*sid, &rec) == 0 && strcmp(rec.name, name) != 0)
+        rc = exo_fail(EXO_ECORRUPT, "name '%s' leads to segment %llu, which is named '%s'",
+                      name, (unsigned long long)*sid, rec.name);
+    if (!rc)
+        exo_clear_error();
+    return rc;
 }
 
 static void fill_info(const struct exo_seg_rec *rec, const struct stat *st, struct seg_info *out)

@@ -39,7 +39,8 @@ static void after_fork_child(void)
         int old = ps->fd;
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", old);
-        ps->fd = exo_os_open(path, ps->fd_writable ? O_RDWR : O_RDONLY, 0);
+        ps->fd = exo_os_open(path, (ps->fd_writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
+                                       O_NONBLOCK, 0);
         if (ps->fd < 0)
             ps->fd = -1;
         exo_os_close(old);

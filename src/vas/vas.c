@@ -84,7 +84,16 @@ EXO_API int vas_find(const char *name, vasid_t *vid)
     exo_clear_error();
     if (!vid)
         return exo_fail(EXO_EINVAL, "vid is NULL");
-    return exo_name_lookup(EXO_KIND_VAS, name, vid);
+    int rc = exo_name_lookup(EXO_KIND_VAS, name, vid);
+    /* A VAS record the caller may not read is checked by the owner's calls, not here. */
+    struct exo_vas_rec *rec = rc ? NULL : malloc(sizeof *rec);
+    if (rec && exo_vas_rec_load(*vid, rec) == 0 && strcmp(rec->name, name) != 0)
+        rc = exo_fail(EXO_ECORRUPT, "name '%s' leads to VAS %llu, which is named '%s'", name,
+                      (unsigned long long)*vid, rec->name);
+    free(rec);
+    if (!rc)
+        exo_clear_error();
+    return rc;
 }
 
 int exo_vas_stat(vasid_t vid, struct stat *st)
