@@ -70,14 +70,14 @@ static exo_vm_action retry_once(uintptr_t addr)
 
 static exo_vm_action on_dirty_fault(struct exo_vm_region *r, uintptr_t addr)
 {
-    uintptr_t page = addr & ~(uintptr_t)(vm_page() - 1);
+    uintptr_t page = addr & ~(uintptr_t)(exo_vm_page() - 1);
     size_t idx = vm_page_index(r, page);
     unsigned char s = atomic_load(&r->state[idx]);
     if (s == VM_PAGE_CLEAN) {
         unsigned char expect = VM_PAGE_CLEAN;
         if (!atomic_compare_exchange_strong(&r->state[idx], &expect, VM_PAGE_DIRTYING))
             return EXO_VM_RESUME; /* another thread is on it: retry */
-        if (exo_os_protect(page, vm_page(), 2) != 0) {
+        if (exo_os_protect(page, exo_vm_page(), 2) != 0) {
             atomic_store(&r->state[idx], VM_PAGE_CLEAN);
             return EXO_VM_DECLINE;
         }
@@ -92,7 +92,7 @@ static exo_vm_action on_dirty_fault(struct exo_vm_region *r, uintptr_t addr)
 
 static exo_vm_action on_trap_fault(struct exo_vm_region *r, uintptr_t addr, void *ctx)
 {
-    uintptr_t page = addr & ~(uintptr_t)(vm_page() - 1);
+    uintptr_t page = addr & ~(uintptr_t)(exo_vm_page() - 1);
     size_t idx = vm_page_index(r, page);
     int s = atomic_load(&r->state[idx]);
     int is_write = fault_is_write(ctx);
@@ -101,7 +101,7 @@ static exo_vm_action on_trap_fault(struct exo_vm_region *r, uintptr_t addr, void
     stale_addr = 0;
     exo_vm_fault f = {.region = r, .addr = (void *)addr, .page = (void *)page,
                       .is_write = is_write, .in_signal = 1};
-    return vm_run_handler(r, &f);
+    return exo_vm_run_handler(r, &f);
 }
 
 static void on_fault(int sig, siginfo_t *si, void *ctx)
@@ -110,16 +110,16 @@ static void on_fault(int sig, siginfo_t *si, void *ctx)
     exo_vm_action act = EXO_VM_DECLINE;
     if (si->si_code > 0) {
         int slot;
-        struct exo_vm_region *r = vm_table_pin((uintptr_t)si->si_addr, &slot);
+        struct exo_vm_region *r = exo_vm_table_pin((uintptr_t)si->si_addr, &slot);
         if (r) {
             if (r->engine == EXO_VM_ENGINE_SIGNAL) {
-                vm_in_signal++;
+                exo_vm_in_signal++;
                 act = (r->flags & EXO_VM_TRACK_DIRTY)
                           ? on_dirty_fault(r, (uintptr_t)si->si_addr)
                           : on_trap_fault(r, (uintptr_t)si->si_addr, ctx);
-                vm_in_signal--;
+                exo_vm_in_signal--;
             }
-            vm_table_unpin(slot);
+            exo_vm_table_unpin(slot);
         }
     }
     errno = saved_errno;
@@ -135,13 +135,13 @@ static void install(void)
         exo_os_signal_restore(SIGSEGV, &old_segv);
 }
 
-int vm_signal_ensure_handler(void)
+int exo_vm_signal_ensure_handler(void)
 {
     pthread_once(&install_once, install);
     return install_rc;
 }
 
-int vm_signal_create(struct exo_vm_region *r)
+int exo_vm_signal_create(struct exo_vm_region *r)
 {
     if (!(r->flags & EXO_VM_TRACK_DIRTY))
         return 0; /* everything starts accessible: nothing to do */
@@ -149,13 +149,13 @@ int vm_signal_create(struct exo_vm_region *r)
     int rc = exo_os_protect(r->base, r->len, 1);
     if (rc) {
         exo_os_protect(r->base, r->len, 2);
-        return vm_fail(rc, "signal engine: cannot write-protect region %#lx+%#zx",
+        return exo_vm_fail(rc, "signal engine: cannot write-protect region %#lx+%#zx",
                        (unsigned long)r->base, r->len);
     }
     return 0;
 }
 
-void vm_signal_destroy(struct exo_vm_region *r)
+void exo_vm_signal_destroy(struct exo_vm_region *r)
 {
     if (r->flags & EXO_VM_TRACK_DIRTY) {
         exo_os_protect(r->base, r->len, 2);
@@ -170,21 +170,21 @@ void vm_signal_destroy(struct exo_vm_region *r)
         size_t j = i;
         while (j < r->npages && atomic_load(&r->state[j]) != r->max_access)
             j++;
-        exo_os_protect(r->base + i * vm_page(), (j - i) * vm_page(), access_to_os(r->max_access));
+        exo_os_protect(r->base + i * exo_vm_page(), (j - i) * exo_vm_page(), access_to_os(r->max_access));
         i = j;
     }
 }
 
-int vm_signal_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access)
+int exo_vm_signal_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access)
 {
     (void)r;
     return exo_os_protect(addr, len, access_to_os(access));
 }
 
-long vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
+long exo_vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
 {
     long count = 0;
-    size_t page = vm_page();
+    size_t page = exo_vm_page();
     for (size_t i = 0; i < r->npages;) {
         if (atomic_load(&r->state[i]) != VM_PAGE_DIRTY) {
             i++;
@@ -202,7 +202,7 @@ long vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
             exo_os_protect(r->base + i * page, (j - i) * page, 2);
             for (size_t k = i; k < j; k++)
                 atomic_store(&r->state[k], VM_PAGE_DIRTY);
-            return vm_fail(rc, "signal engine: cannot re-protect %zu pages at %#lx (%s)", j - i,
+            return exo_vm_fail(rc, "signal engine: cannot re-protect %zu pages at %#lx (%s)", j - i,
                            (unsigned long)(r->base + i * page), exomem_strerror(rc));
         }
         count += (long)(j - i);

@@ -34,7 +34,7 @@ static void probe(void)
     }
 }
 
-int vm_softdirty_supported(const char **why)
+int exo_vm_softdirty_supported(const char **why)
 {
     pthread_once(&probe_once, probe);
     if (why)
@@ -50,7 +50,7 @@ static int read_bits(struct exo_vm_region *r, unsigned char *out)
     uint64_t entries[PM_CHUNK];
     for (size_t i = 0; i < r->npages; i += PM_CHUNK) {
         size_t n = r->npages - i < PM_CHUNK ? r->npages - i : PM_CHUNK;
-        int rc = exo_os_pagemap_read(r->pagemap_fd, r->base + i * vm_page(), entries, n);
+        int rc = exo_os_pagemap_read(r->pagemap_fd, r->base + i * exo_vm_page(), entries, n);
         if (rc)
             return rc;
         for (size_t k = 0; k < n; k++)
@@ -69,18 +69,18 @@ static void harvest(struct exo_vm_region *o, void *self)
 /* Clear the process's soft-dirty bits without losing other regions' dirty pages. */
 static int clear_all(struct exo_vm_region *self)
 {
-    vm_table_each(harvest, self);
+    exo_vm_table_each(harvest, self);
     return exo_os_clear_soft_dirty();
 }
 
-int vm_softdirty_create(struct exo_vm_region *r)
+int exo_vm_softdirty_create(struct exo_vm_region *r)
 {
     r->pending = calloc(r->npages, 1);
     if (!r->pending)
-        return vm_fail(EXO_ENOMEM, "softdirty engine: out of memory");
+        return exo_vm_fail(EXO_ENOMEM, "softdirty engine: out of memory");
     int pm = exo_os_pagemap_open();
     if (pm < 0)
-        return vm_fail(pm, "softdirty engine: cannot open /proc/self/pagemap");
+        return exo_vm_fail(pm, "softdirty engine: cannot open /proc/self/pagemap");
     r->pagemap_fd = pm;
     pthread_mutex_lock(&softdirty_mutex);
     int rc = clear_all(r);
@@ -88,19 +88,19 @@ int vm_softdirty_create(struct exo_vm_region *r)
     if (rc) {
         exo_os_close(pm);
         r->pagemap_fd = -1;
-        return vm_fail(rc, "softdirty engine: cannot write /proc/self/clear_refs");
+        return exo_vm_fail(rc, "softdirty engine: cannot write /proc/self/clear_refs");
     }
     return 0;
 }
 
-void vm_softdirty_destroy(struct exo_vm_region *r)
+void exo_vm_softdirty_destroy(struct exo_vm_region *r)
 {
     if (r->pagemap_fd >= 0)
         exo_os_close(r->pagemap_fd);
     r->pagemap_fd = -1;
 }
 
-long vm_softdirty_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
+long exo_vm_softdirty_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
 {
     unsigned char *dirty = (unsigned char *)r->state; /* scratch: unused otherwise */
     pthread_mutex_lock(&softdirty_mutex);
@@ -112,10 +112,10 @@ long vm_softdirty_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
     pthread_mutex_unlock(&softdirty_mutex);
     if (rc) {
         memcpy(r->pending, dirty, r->npages);
-        return vm_fail(rc, "softdirty engine: reading or clearing soft-dirty bits failed");
+        return exo_vm_fail(rc, "softdirty engine: reading or clearing soft-dirty bits failed");
     }
     long count = 0;
-    size_t page = vm_page();
+    size_t page = exo_vm_page();
     for (size_t i = 0; i < r->npages;) {
         if (!dirty[i]) {
             i++;

@@ -53,7 +53,7 @@ static void probe(void)
     }
 }
 
-int vm_uffd_supported(unsigned flags, bool shmem, const char **why)
+int exo_vm_uffd_supported(unsigned flags, bool shmem, const char **why)
 {
     pthread_once(&probe_once, probe);
     const char *reason = NULL;
@@ -77,20 +77,20 @@ int vm_uffd_supported(unsigned flags, bool shmem, const char **why)
 static void handle_fault(struct exo_vm_region *r, const struct uffd_msg *m)
 {
     uintptr_t addr = (uintptr_t)m->arg.pagefault.address;
-    uintptr_t page = addr & ~(uintptr_t)(vm_page() - 1);
+    uintptr_t page = addr & ~(uintptr_t)(exo_vm_page() - 1);
     exo_vm_action act = EXO_VM_RESUME;
     if (page >= r->base && page - r->base < r->len &&
         (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) &&
         atomic_load(&r->state[vm_page_index(r, page)]) < EXO_VM_READWRITE) {
         exo_vm_fault f = {.region = r, .addr = (void *)addr, .page = (void *)page,
                           .is_write = 1, .in_signal = 0};
-        act = vm_run_handler(r, &f);
+        act = exo_vm_run_handler(r, &f);
     }
     if (act == EXO_VM_DECLINE && m->arg.pagefault.feat.ptid)
         /* Delivered when the thread leaves the fault: the previous SIGSEGV handler runs,
          * or the default action kills the process. */
         exo_os_signal_thread((pid_t)m->arg.pagefault.feat.ptid, SIGSEGV);
-    exo_os_uffd_wake(r->uffd, page, vm_page());
+    exo_os_uffd_wake(r->uffd, page, exo_vm_page());
 }
 
 static void *handler_thread(void *p)
@@ -123,11 +123,11 @@ static void close_region_fds(struct exo_vm_region *r)
 static int create_fail(struct exo_vm_region *r, int rc, const char *what)
 {
     close_region_fds(r);
-    return vm_fail(rc, "uffd engine, region %#lx+%#zx: %s", (unsigned long)r->base, r->len,
+    return exo_vm_fail(rc, "uffd engine, region %#lx+%#zx: %s", (unsigned long)r->base, r->len,
                    what);
 }
 
-int vm_uffd_create(struct exo_vm_region *r, bool shmem)
+int exo_vm_uffd_create(struct exo_vm_region *r, bool shmem)
 {
     bool dirty = r->flags & EXO_VM_TRACK_DIRTY;
     uint64_t want = (probe_features & UFFD_FEATURE_WP_UNPOPULATED) |
@@ -185,7 +185,7 @@ int vm_uffd_create(struct exo_vm_region *r, bool shmem)
     return 0;
 }
 
-void vm_uffd_destroy(struct exo_vm_region *r)
+void exo_vm_uffd_destroy(struct exo_vm_region *r)
 {
     if (!(r->flags & EXO_VM_TRACK_DIRTY)) {
         /* Open everything (waking any waiter), then stop the thread. */
@@ -200,14 +200,14 @@ void vm_uffd_destroy(struct exo_vm_region *r)
     close_region_fds(r);
 }
 
-int vm_uffd_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access)
+int exo_vm_uffd_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access)
 {
     return exo_os_uffd_wp(r->uffd, addr, len, access != EXO_VM_READWRITE, false);
 }
 
 #define SCAN_VEC 512
 
-long vm_uffd_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
+long exo_vm_uffd_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
 {
     struct exo_page_region vec[SCAN_VEC];
     uint64_t start = r->base, end = r->base + r->len;
@@ -221,11 +221,11 @@ long vm_uffd_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
             .category_mask = EXO_PAGE_IS_WRITTEN, .return_mask = EXO_PAGE_IS_WRITTEN};
         long n = exo_os_pagemap_scan(r->pagemap_fd, &a);
         if (n < 0)
-            return vm_fail(n, "uffd engine: PAGEMAP_SCAN of %#lx-%#lx failed (%s)",
+            return exo_vm_fail(n, "uffd engine: PAGEMAP_SCAN of %#lx-%#lx failed (%s)",
                            (unsigned long)start, (unsigned long)end, exomem_strerror(n));
         for (long i = 0; i < n; i++) {
             size_t len = vec[i].end - vec[i].start;
-            count += (long)(len / vm_page());
+            count += (long)(len / exo_vm_page());
             if (fn && fn((void *)(uintptr_t)vec[i].start, len, arg)) {
                 /* The scan re-armed the runs not yet reported: make them written again
                  * (unprotected) so the next call reports them. */

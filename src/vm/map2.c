@@ -16,7 +16,7 @@ static int access_to_os(int access, const char *which, int *os)
     case EXO_VM_READONLY: *os = 1; return 0;
     case EXO_VM_READWRITE: *os = 2; return 0;
     }
-    return vm_fail(EXO_EINVAL, "MAP2: access %d of view %s is not an EXO_VM_* value", access,
+    return exo_vm_fail(EXO_EINVAL, "MAP2: access %d of view %s is not an EXO_VM_* value", access,
                    which);
 }
 
@@ -28,11 +28,11 @@ static int map_views(int fd, off_t off, size_t len, int access_a, int access_b,
         return rc;
     void *a, *b;
     if ((rc = exo_os_map_shared(fd, off, len, os_a, &a)) != 0)
-        return vm_fail(rc, "MAP2: cannot map view a (%zu bytes at offset %lld): %s", len,
+        return exo_vm_fail(rc, "MAP2: cannot map view a (%zu bytes at offset %lld): %s", len,
                        (long long)off, exomem_strerror(rc));
     if ((rc = exo_os_map_shared(fd, off, len, os_b, &b)) != 0) {
         exo_os_unmap((uintptr_t)a, len);
-        return vm_fail(rc, "MAP2: cannot map view b (%zu bytes at offset %lld): %s", len,
+        return exo_vm_fail(rc, "MAP2: cannot map view b (%zu bytes at offset %lld): %s", len,
                        (long long)off, exomem_strerror(rc));
     }
     out->a = a;
@@ -46,9 +46,9 @@ static int map_views(int fd, off_t off, size_t len, int access_a, int access_b,
 static int check_len(size_t len, off_t off)
 {
     if (len == 0)
-        return vm_fail(EXO_ESIZE, "MAP2: length is zero");
-    if (len % vm_page() || off < 0 || (size_t)off % vm_page())
-        return vm_fail(EXO_EALIGN, "MAP2: length %#zx or offset %#llx is not page-aligned",
+        return exo_vm_fail(EXO_ESIZE, "MAP2: length is zero");
+    if (len % exo_vm_page() || off < 0 || (size_t)off % exo_vm_page())
+        return exo_vm_fail(EXO_EALIGN, "MAP2: length %#zx or offset %#llx is not page-aligned",
                        len, (long long)off);
     return 0;
 }
@@ -56,7 +56,7 @@ static int check_len(size_t len, off_t off)
 EXO_API int exo_vm_map2_create(size_t len, int access_a, int access_b, exo_vm_map2 *out)
 {
     if (!out)
-        return vm_fail(EXO_EINVAL, "exo_vm_map2_create: out is NULL");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_map2_create: out is NULL");
     memset(out, 0, sizeof *out);
     out->fd = -1;
     int rc = check_len(len, 0);
@@ -64,7 +64,7 @@ EXO_API int exo_vm_map2_create(size_t len, int access_a, int access_b, exo_vm_ma
         return rc;
     int fd;
     if ((rc = exo_os_memfd("exomem-map2", len, &fd)) != 0)
-        return vm_fail(rc, "MAP2: cannot make a memfd of %zu bytes: %s", len,
+        return exo_vm_fail(rc, "MAP2: cannot make a memfd of %zu bytes: %s", len,
                        exomem_strerror(rc));
     if ((rc = map_views(fd, 0, len, access_a, access_b, out)) != 0) {
         exo_os_close(fd);
@@ -80,11 +80,11 @@ EXO_API int exo_vm_map2_fd(int fd, off_t off, size_t len, int access_a, int acce
                            exo_vm_map2 *out)
 {
     if (!out)
-        return vm_fail(EXO_EINVAL, "exo_vm_map2_fd: out is NULL");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_map2_fd: out is NULL");
     memset(out, 0, sizeof *out);
     out->fd = -1;
     if (fd < 0)
-        return vm_fail(EXO_EINVAL, "exo_vm_map2_fd: fd %d is not open", fd);
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_map2_fd: fd %d is not open", fd);
     int rc = check_len(len, off);
     if (rc == 0 && (rc = map_views(fd, off, len, access_a, access_b, out)) == 0)
         exo_clear_error();
@@ -94,7 +94,7 @@ EXO_API int exo_vm_map2_fd(int fd, off_t off, size_t len, int access_a, int acce
 EXO_API int exo_vm_map2_destroy(exo_vm_map2 *m)
 {
     if (!m || !m->a)
-        return vm_fail(EXO_EINVAL, "exo_vm_map2_destroy: no MAP2 there");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_map2_destroy: no MAP2 there");
     int rc = exo_os_unmap((uintptr_t)m->a, m->len);
     int rc2 = exo_os_unmap((uintptr_t)m->b, m->len);
     if (m->owns_fd && m->fd >= 0)
@@ -103,7 +103,7 @@ EXO_API int exo_vm_map2_destroy(exo_vm_map2 *m)
     m->fd = -1;
     m->owns_fd = 0;
     if (rc || rc2)
-        return vm_fail(rc ? rc : rc2, "MAP2: unmapping a view failed");
+        return exo_vm_fail(rc ? rc : rc2, "MAP2: unmapping a view failed");
     exo_clear_error();
     return 0;
 }

@@ -21,18 +21,18 @@
 static _Atomic(struct exo_vm_region *) slots[VM_MAX_REGIONS];
 static atomic_int slot_users[VM_MAX_REGIONS];
 static atomic_int slots_high; /* slots at and above this index were never used */
-/* Recursive: engines walk the table (vm_table_each) while a create holds it. */
+/* Recursive: engines walk the table (exo_vm_table_each) while a create holds it. */
 static pthread_mutex_t table_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
-__thread int vm_in_signal __attribute__((tls_model("initial-exec")));
+__thread int exo_vm_in_signal __attribute__((tls_model("initial-exec")));
 
-int vm_fail(int code, const char *fmt, ...)
+int exo_vm_fail(int code, const char *fmt, ...)
 {
     if (code < 0)
         code = -code;
-    if (vm_in_signal || !fmt) {
+    if (exo_vm_in_signal || !fmt) {
         /* Formatting is not async-signal-safe: in a handler only errno tells. */
-        if (!vm_in_signal)
+        if (!exo_vm_in_signal)
             return exo_fail(code, NULL);
         errno = exomem_errno(code);
         return -code;
@@ -45,7 +45,7 @@ int vm_fail(int code, const char *fmt, ...)
     return exo_fail(code, "%s", msg);
 }
 
-size_t vm_page(void)
+size_t exo_vm_page(void)
 {
     static size_t page;
     if (!page)
@@ -53,18 +53,18 @@ size_t vm_page(void)
     return page;
 }
 
-void vm_lock(struct exo_vm_region *r)
+void exo_vm_lock(struct exo_vm_region *r)
 {
     while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire))
         exo_os_yield();
 }
 
-void vm_unlock(struct exo_vm_region *r)
+void exo_vm_unlock(struct exo_vm_region *r)
 {
     atomic_flag_clear_explicit(&r->lock, memory_order_release);
 }
 
-struct exo_vm_region *vm_table_pin(uintptr_t addr, int *slot)
+struct exo_vm_region *exo_vm_table_pin(uintptr_t addr, int *slot)
 {
     int high = atomic_load(&slots_high);
     for (int i = 0; i < high; i++) {
@@ -81,12 +81,12 @@ struct exo_vm_region *vm_table_pin(uintptr_t addr, int *slot)
     return NULL;
 }
 
-void vm_table_unpin(int slot)
+void exo_vm_table_unpin(int slot)
 {
     atomic_fetch_sub(&slot_users[slot], 1);
 }
 
-void vm_table_each(void (*fn)(struct exo_vm_region *, void *), void *arg)
+void exo_vm_table_each(void (*fn)(struct exo_vm_region *, void *), void *arg)
 {
     pthread_mutex_lock(&table_mutex);
     int high = atomic_load(&slots_high);
@@ -107,7 +107,7 @@ static void table_remove(struct exo_vm_region *r)
 
 EXO_API size_t exo_vm_page_size(void)
 {
-    return vm_page();
+    return exo_vm_page();
 }
 
 EXO_API const char *exo_vm_engine_name(exo_vm_engine engine)
@@ -130,14 +130,14 @@ EXO_API int exo_vm_engine_supported(exo_vm_engine engine, unsigned flags, const 
     case EXO_VM_ENGINE_SIGNAL:
         break;
     case EXO_VM_ENGINE_UFFD:
-        rc = vm_uffd_supported(flags, false, &reason);
+        rc = exo_vm_uffd_supported(flags, false, &reason);
         break;
     case EXO_VM_ENGINE_SOFTDIRTY:
         if (!(flags & EXO_VM_TRACK_DIRTY)) {
             reason = "the softdirty engine only tracks dirty pages (EXO_VM_TRACK_DIRTY)";
             rc = -EXO_ENOTSUP;
         } else {
-            rc = vm_softdirty_supported(&reason);
+            rc = exo_vm_softdirty_supported(&reason);
         }
         break;
     default:
@@ -147,7 +147,7 @@ EXO_API int exo_vm_engine_supported(exo_vm_engine engine, unsigned flags, const 
     if (why)
         *why = reason;
     if (rc)
-        return vm_fail(rc, "engine %s: %s", exo_vm_engine_name(engine), reason);
+        return exo_vm_fail(rc, "engine %s: %s", exo_vm_engine_name(engine), reason);
     exo_clear_error();
     return 0;
 }
@@ -159,27 +159,27 @@ static int resolve_engine(const exo_vm_options *opt, bool shmem, exo_vm_engine *
     int rc;
     switch (opt->engine) {
     case EXO_VM_ENGINE_AUTO:
-        *out = vm_uffd_supported(opt->flags, shmem, &why) == 0 ? EXO_VM_ENGINE_UFFD
+        *out = exo_vm_uffd_supported(opt->flags, shmem, &why) == 0 ? EXO_VM_ENGINE_UFFD
                                                                 : EXO_VM_ENGINE_SIGNAL;
         return 0;
     case EXO_VM_ENGINE_SIGNAL:
         *out = EXO_VM_ENGINE_SIGNAL;
         return 0;
     case EXO_VM_ENGINE_UFFD:
-        if ((rc = vm_uffd_supported(opt->flags, shmem, &why)) != 0)
-            return vm_fail(rc, "uffd engine: %s", why);
+        if ((rc = exo_vm_uffd_supported(opt->flags, shmem, &why)) != 0)
+            return exo_vm_fail(rc, "uffd engine: %s", why);
         *out = EXO_VM_ENGINE_UFFD;
         return 0;
     case EXO_VM_ENGINE_SOFTDIRTY:
         if (!(opt->flags & EXO_VM_TRACK_DIRTY))
-            return vm_fail(EXO_EINVAL, "the softdirty engine only makes dirty-tracking "
+            return exo_vm_fail(EXO_EINVAL, "the softdirty engine only makes dirty-tracking "
                                        "regions (EXO_VM_TRACK_DIRTY)");
-        if ((rc = vm_softdirty_supported(&why)) != 0)
-            return vm_fail(rc, "softdirty engine: %s", why);
+        if ((rc = exo_vm_softdirty_supported(&why)) != 0)
+            return exo_vm_fail(rc, "softdirty engine: %s", why);
         *out = EXO_VM_ENGINE_SOFTDIRTY;
         return 0;
     }
-    return vm_fail(EXO_EINVAL, "engine %d is not an exo_vm_engine", (int)opt->engine);
+    return exo_vm_fail(EXO_EINVAL, "engine %d is not an exo_vm_engine", (int)opt->engine);
 }
 
 static void region_free(struct exo_vm_region *r)
@@ -196,46 +196,46 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
 {
     static const exo_vm_options defaults;
     if (!out)
-        return vm_fail(EXO_EINVAL, "exo_vm_region_create: out is NULL");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_region_create: out is NULL");
     *out = NULL;
     if (!opt)
         opt = &defaults;
     uintptr_t b = (uintptr_t)base;
-    size_t page = vm_page();
+    size_t page = exo_vm_page();
     if (opt->flags & ~(unsigned)EXO_VM_TRACK_DIRTY)
-        return vm_fail(EXO_EINVAL, "unknown region flags %#x", opt->flags);
+        return exo_vm_fail(EXO_EINVAL, "unknown region flags %#x", opt->flags);
     if ((unsigned)opt->engine > EXO_VM_ENGINE_SOFTDIRTY)
-        return vm_fail(EXO_EINVAL, "engine %d is not an exo_vm_engine", (int)opt->engine);
+        return exo_vm_fail(EXO_EINVAL, "engine %d is not an exo_vm_engine", (int)opt->engine);
     if (b % page || len % page)
-        return vm_fail(EXO_EALIGN, "region %#lx+%#zx is not page-aligned (%zu)",
+        return exo_vm_fail(EXO_EALIGN, "region %#lx+%#zx is not page-aligned (%zu)",
                        (unsigned long)b, len, page);
     if (len == 0 || b + len < b || b + len > EXO_USER_ADDR_END)
-        return vm_fail(EXO_ESIZE, "region %#lx+%#zx is empty or leaves the address space",
+        return exo_vm_fail(EXO_ESIZE, "region %#lx+%#zx is empty or leaves the address space",
                        (unsigned long)b, len);
     struct exo_os_range_info info;
     int rc = exo_os_range_info(b, len, &info);
     if (rc == -EXO_ENOTMAPPED)
-        return vm_fail(rc, "region %#lx+%#zx: nothing is mapped at %s", (unsigned long)b, len,
+        return exo_vm_fail(rc, "region %#lx+%#zx: nothing is mapped at %s", (unsigned long)b, len,
                        info.gap);
     if (rc)
-        return vm_fail(rc, "region %#lx+%#zx: cannot read /proc/self/maps", (unsigned long)b,
+        return exo_vm_fail(rc, "region %#lx+%#zx: cannot read /proc/self/maps", (unsigned long)b,
                        len);
     if (info.access == 0)
-        return vm_fail(EXO_EINVAL, "region %#lx+%#zx: part of the memory is inaccessible "
+        return exo_vm_fail(EXO_EINVAL, "region %#lx+%#zx: part of the memory is inaccessible "
                                    "(PROT_NONE); make it readable first", (unsigned long)b, len);
     exo_vm_engine engine;
     if ((rc = resolve_engine(opt, info.any_shared, &engine)) != 0)
         return rc;
     if (info.access < 2 && engine != EXO_VM_ENGINE_SIGNAL)
-        return vm_fail(EXO_EINVAL, "region %#lx+%#zx: the %s engine needs writable memory",
+        return exo_vm_fail(EXO_EINVAL, "region %#lx+%#zx: the %s engine needs writable memory",
                        (unsigned long)b, len, exo_vm_engine_name(engine));
     if (info.access < 2 && (opt->flags & EXO_VM_TRACK_DIRTY))
-        return vm_fail(EXO_EINVAL, "region %#lx+%#zx: dirty tracking needs writable memory",
+        return exo_vm_fail(EXO_EINVAL, "region %#lx+%#zx: dirty tracking needs writable memory",
                        (unsigned long)b, len);
 
     struct exo_vm_region *r = calloc(1, sizeof *r);
     if (!r)
-        return vm_fail(EXO_ENOMEM, "region: out of memory");
+        return exo_vm_fail(EXO_ENOMEM, "region: out of memory");
     r->base = b;
     r->len = len;
     r->npages = len / page;
@@ -254,15 +254,15 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
     if (!r->state || (!dirty && !r->saved)) {
         size_t npages = r->npages;
         region_free(r);
-        return vm_fail(EXO_ENOMEM, "region: out of memory for %zu pages", npages);
+        return exo_vm_fail(EXO_ENOMEM, "region: out of memory for %zu pages", npages);
     }
     if (!dirty)
         memset((void *)r->state, r->max_access, r->npages);
     /* Installed even for uffd regions, in case AUTO falls back to signal below. */
     if ((engine == EXO_VM_ENGINE_SIGNAL || opt->engine == EXO_VM_ENGINE_AUTO) &&
-        (rc = vm_signal_ensure_handler()) != 0) {
+        (rc = exo_vm_signal_ensure_handler()) != 0) {
         region_free(r);
-        return vm_fail(rc, "cannot install the SIGSEGV/SIGBUS handler");
+        return exo_vm_fail(rc, "cannot install the SIGSEGV/SIGBUS handler");
     }
 
     pthread_mutex_lock(&table_mutex);
@@ -277,7 +277,7 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
         if (o->base < b + len && b < o->base + o->len) {
             pthread_mutex_unlock(&table_mutex);
             region_free(r);
-            return vm_fail(EXO_EOVERLAP, "region %#lx+%#zx overlaps region %#lx+%#zx",
+            return exo_vm_fail(EXO_EOVERLAP, "region %#lx+%#zx overlaps region %#lx+%#zx",
                            (unsigned long)b, len, (unsigned long)o->base, o->len);
         }
     }
@@ -285,7 +285,7 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
         if (high == VM_MAX_REGIONS) {
             pthread_mutex_unlock(&table_mutex);
             region_free(r);
-            return vm_fail(EXO_ENOMEM, "too many regions (at most %d)", VM_MAX_REGIONS);
+            return exo_vm_fail(EXO_ENOMEM, "too many regions (at most %d)", VM_MAX_REGIONS);
         }
         free_slot = high;
         atomic_store(&slots_high, high + 1);
@@ -295,16 +295,16 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
      * engine can cause. */
     atomic_store(&slots[free_slot], r);
     switch (engine) {
-    case EXO_VM_ENGINE_SIGNAL: rc = vm_signal_create(r); break;
-    case EXO_VM_ENGINE_UFFD: rc = vm_uffd_create(r, info.any_shared); break;
-    case EXO_VM_ENGINE_SOFTDIRTY: rc = vm_softdirty_create(r); break;
+    case EXO_VM_ENGINE_SIGNAL: rc = exo_vm_signal_create(r); break;
+    case EXO_VM_ENGINE_UFFD: rc = exo_vm_uffd_create(r, info.any_shared); break;
+    case EXO_VM_ENGINE_SOFTDIRTY: rc = exo_vm_softdirty_create(r); break;
     default: rc = -EXO_EINVAL;
     }
     if (rc == -EXO_ENOTSUP && opt->engine == EXO_VM_ENGINE_AUTO &&
         engine == EXO_VM_ENGINE_UFFD) {
         /* The kernel has uffd but not for this memory (a regular file, say). */
         r->engine = engine = EXO_VM_ENGINE_SIGNAL;
-        rc = vm_signal_create(r);
+        rc = exo_vm_signal_create(r);
     }
     if (rc) {
         table_remove(r);
@@ -321,15 +321,15 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
 EXO_API int exo_vm_region_destroy(exo_vm_region *r)
 {
     if (!r)
-        return vm_fail(EXO_EINVAL, "exo_vm_region_destroy: region is NULL");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_region_destroy: region is NULL");
     pthread_mutex_lock(&table_mutex);
     pthread_mutex_lock(&r->dirty_lock);
-    /* Not under vm_lock: a uffd handler may be in exo_vm_unprot while we wait for its
+    /* Not under exo_vm_lock: a uffd handler may be in exo_vm_unprot while we wait for its
      * thread. Access first, then the slot: a fault the engine caused always finds its region. */
     switch (r->engine) {
-    case EXO_VM_ENGINE_SIGNAL: vm_signal_destroy(r); break;
-    case EXO_VM_ENGINE_UFFD: vm_uffd_destroy(r); break;
-    case EXO_VM_ENGINE_SOFTDIRTY: vm_softdirty_destroy(r); break;
+    case EXO_VM_ENGINE_SIGNAL: exo_vm_signal_destroy(r); break;
+    case EXO_VM_ENGINE_UFFD: exo_vm_uffd_destroy(r); break;
+    case EXO_VM_ENGINE_SOFTDIRTY: exo_vm_softdirty_destroy(r); break;
     default: break;
     }
     table_remove(r);
@@ -348,26 +348,26 @@ EXO_API exo_vm_engine exo_vm_region_engine(const exo_vm_region *r)
 /* Set the kernel's protection of pages [idx, idx+n) to `access` through the engine. */
 static int engine_protect(struct exo_vm_region *r, size_t idx, size_t n, int access)
 {
-    uintptr_t a = r->base + idx * vm_page();
-    size_t len = n * vm_page();
+    uintptr_t a = r->base + idx * exo_vm_page();
+    size_t len = n * exo_vm_page();
     if (r->engine == EXO_VM_ENGINE_SIGNAL)
-        return vm_signal_protect(r, a, len, access);
-    return vm_uffd_protect(r, a, len, access);
+        return exo_vm_signal_protect(r, a, len, access);
+    return exo_vm_uffd_protect(r, a, len, access);
 }
 
 /* Common checks of the protection calls; clamps access to what the memory allows. */
 static int check_trap(struct exo_vm_region *r, int *access, const char *call)
 {
     if (!r)
-        return vm_fail(EXO_EINVAL, "%s: region is NULL", call);
+        return exo_vm_fail(EXO_EINVAL, "%s: region is NULL", call);
     if (r->flags & EXO_VM_TRACK_DIRTY)
-        return vm_fail(EXO_EINVAL, "%s: region %#lx is a dirty-tracking region; protection "
+        return exo_vm_fail(EXO_EINVAL, "%s: region %#lx is a dirty-tracking region; protection "
                                    "calls need a trap region", call, (unsigned long)r->base);
     if (*access != EXO_VM_NOACCESS && *access != EXO_VM_READONLY && *access != EXO_VM_READWRITE)
-        return vm_fail(EXO_EINVAL, "%s: access %d is not EXO_VM_NOACCESS, _READONLY or "
+        return exo_vm_fail(EXO_EINVAL, "%s: access %d is not EXO_VM_NOACCESS, _READONLY or "
                                    "_READWRITE", call, *access);
     if (*access == EXO_VM_NOACCESS && r->engine == EXO_VM_ENGINE_UFFD)
-        return vm_fail(EXO_ENOTSUP, "%s: the uffd engine cannot trap reads (write-protect "
+        return exo_vm_fail(EXO_ENOTSUP, "%s: the uffd engine cannot trap reads (write-protect "
                                     "only): use EXO_VM_READONLY or the signal engine", call);
     if (*access > r->max_access)
         *access = r->max_access;
@@ -376,10 +376,10 @@ static int check_trap(struct exo_vm_region *r, int *access, const char *call)
 
 static int check_page(struct exo_vm_region *r, uintptr_t a, const char *call)
 {
-    if (a % vm_page())
-        return vm_fail(EXO_EALIGN, "%s: %#lx is not page-aligned", call, (unsigned long)a);
+    if (a % exo_vm_page())
+        return exo_vm_fail(EXO_EALIGN, "%s: %#lx is not page-aligned", call, (unsigned long)a);
     if (a < r->base || a - r->base >= r->len)
-        return vm_fail(EXO_EINVAL, "%s: page %#lx is outside region %#lx+%#zx", call,
+        return exo_vm_fail(EXO_EINVAL, "%s: page %#lx is outside region %#lx+%#zx", call,
                        (unsigned long)a, (unsigned long)r->base, r->len);
     return 0;
 }
@@ -401,7 +401,7 @@ static void restore_pages(struct exo_vm_region *r, void *const *pages, size_t fi
 static int set_access(struct exo_vm_region *r, void *const *pages, size_t first, size_t count,
                       int access)
 {
-    vm_lock(r);
+    exo_vm_lock(r);
     for (size_t i = 0; i < count; i++) {
         size_t idx = pages ? vm_page_index(r, (uintptr_t)pages[i]) : first + i;
         r->saved[idx] = atomic_load(&r->state[idx]);
@@ -418,7 +418,7 @@ static int set_access(struct exo_vm_region *r, void *const *pages, size_t first,
         if (pages) {
             idx = vm_page_index(r, (uintptr_t)pages[done]);
             while (done + run < count &&
-                   (uintptr_t)pages[done + run] == (uintptr_t)pages[done] + run * vm_page())
+                   (uintptr_t)pages[done + run] == (uintptr_t)pages[done] + run * exo_vm_page())
                 run++;
         } else {
             idx = first;
@@ -431,8 +431,8 @@ static int set_access(struct exo_vm_region *r, void *const *pages, size_t first,
     if (rc) {
         /* The failing run may be half done: put back everything up to its end. */
         restore_pages(r, pages, first, count);
-        vm_unlock(r);
-        return vm_fail(rc, "changing the protection of %zu pages of region %#lx failed "
+        exo_vm_unlock(r);
+        return exo_vm_fail(rc, "changing the protection of %zu pages of region %#lx failed "
                            "(%s); nothing changed", count, (unsigned long)r->base,
                        exomem_strerror(rc));
     }
@@ -440,7 +440,7 @@ static int set_access(struct exo_vm_region *r, void *const *pages, size_t first,
         size_t idx = pages ? vm_page_index(r, (uintptr_t)pages[i]) : first + i;
         atomic_store(&r->state[idx], (unsigned char)access);
     }
-    vm_unlock(r);
+    exo_vm_unlock(r);
     return 0;
 }
 
@@ -467,7 +467,7 @@ EXO_API int exo_vm_protn(exo_vm_region *r, void *const *pages, size_t n, int acc
     if (rc)
         return rc;
     if (n && !pages)
-        return vm_fail(EXO_EINVAL, "exo_vm_protn: pages is NULL");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_protn: pages is NULL");
     for (size_t i = 0; i < n; i++)
         if ((rc = check_page(r, (uintptr_t)pages[i], "exo_vm_protn")) != 0)
             return rc;
@@ -480,15 +480,15 @@ EXO_API int exo_vm_protect(exo_vm_region *r, void *addr, size_t len, int access)
     if (rc)
         return rc;
     uintptr_t a = (uintptr_t)addr;
-    if (len % vm_page())
-        return vm_fail(EXO_EALIGN, "exo_vm_protect: length %#zx is not page-aligned", len);
+    if (len % exo_vm_page())
+        return exo_vm_fail(EXO_EALIGN, "exo_vm_protect: length %#zx is not page-aligned", len);
     if ((rc = check_page(r, a, "exo_vm_protect")) != 0)
         return rc;
     if (len == 0)
         return 0;
-    if ((rc = check_page(r, a + len - vm_page(), "exo_vm_protect")) != 0)
+    if ((rc = check_page(r, a + len - exo_vm_page(), "exo_vm_protect")) != 0)
         return rc;
-    return set_access(r, NULL, vm_page_index(r, a), len / vm_page(), access);
+    return set_access(r, NULL, vm_page_index(r, a), len / exo_vm_page(), access);
 }
 
 EXO_API int exo_vm_unprot(exo_vm_region *r, void *page)
@@ -499,16 +499,16 @@ EXO_API int exo_vm_unprot(exo_vm_region *r, void *page)
 EXO_API long exo_vm_dirty(exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
 {
     if (!r)
-        return vm_fail(EXO_EINVAL, "exo_vm_dirty: region is NULL");
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_dirty: region is NULL");
     if (!(r->flags & EXO_VM_TRACK_DIRTY))
-        return vm_fail(EXO_EINVAL, "exo_vm_dirty: region %#lx is a trap region, made without "
+        return exo_vm_fail(EXO_EINVAL, "exo_vm_dirty: region %#lx is a trap region, made without "
                                    "EXO_VM_TRACK_DIRTY", (unsigned long)r->base);
     pthread_mutex_lock(&r->dirty_lock);
     long n;
     switch (r->engine) {
-    case EXO_VM_ENGINE_SIGNAL: n = vm_signal_dirty(r, fn, arg); break;
-    case EXO_VM_ENGINE_UFFD: n = vm_uffd_dirty(r, fn, arg); break;
-    default: n = vm_softdirty_dirty(r, fn, arg); break;
+    case EXO_VM_ENGINE_SIGNAL: n = exo_vm_signal_dirty(r, fn, arg); break;
+    case EXO_VM_ENGINE_UFFD: n = exo_vm_uffd_dirty(r, fn, arg); break;
+    default: n = exo_vm_softdirty_dirty(r, fn, arg); break;
     }
     pthread_mutex_unlock(&r->dirty_lock);
     if (n >= 0)
@@ -516,7 +516,7 @@ EXO_API long exo_vm_dirty(exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
     return n;
 }
 
-exo_vm_action vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f)
+exo_vm_action exo_vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f)
 {
     if (!r->handler)
         return EXO_VM_DECLINE;
@@ -533,25 +533,25 @@ exo_vm_action vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f)
     if (prot > r->max_access)
         prot = r->max_access;
     size_t idx = vm_page_index(r, (uintptr_t)f->page);
-    vm_lock(r);
+    exo_vm_lock(r);
     /* Open the page, fill it, then give it its new access. With uffd the faulting thread
      * stays asleep meanwhile (the engine wakes it). */
     int rc;
     if (r->engine == EXO_VM_ENGINE_UFFD)
-        rc = exo_os_uffd_wp(r->uffd, (uintptr_t)f->page, vm_page(), false, true);
+        rc = exo_os_uffd_wp(r->uffd, (uintptr_t)f->page, exo_vm_page(), false, true);
     else
-        rc = exo_os_protect((uintptr_t)f->page, vm_page(), 2);
+        rc = exo_os_protect((uintptr_t)f->page, exo_vm_page(), 2);
     if (rc == 0) {
-        memcpy(f->page, f->redirect, vm_page());
+        memcpy(f->page, f->redirect, exo_vm_page());
         if (prot != EXO_VM_READWRITE) {
             atomic_store(&r->state[idx], (unsigned char)prot);
             if (r->engine == EXO_VM_ENGINE_UFFD)
-                rc = exo_os_uffd_wp(r->uffd, (uintptr_t)f->page, vm_page(), true, true);
+                rc = exo_os_uffd_wp(r->uffd, (uintptr_t)f->page, exo_vm_page(), true, true);
             else
-                rc = exo_os_protect((uintptr_t)f->page, vm_page(), prot == EXO_VM_NOACCESS ? 0 : 1);
+                rc = exo_os_protect((uintptr_t)f->page, exo_vm_page(), prot == EXO_VM_NOACCESS ? 0 : 1);
         }
         atomic_store(&r->state[idx], (unsigned char)prot);
     }
-    vm_unlock(r);
+    exo_vm_unlock(r);
     return rc == 0 ? EXO_VM_REDIRECT : EXO_VM_DECLINE;
 }

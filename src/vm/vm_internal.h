@@ -40,47 +40,47 @@ struct exo_vm_region {
 };
 
 /* Failure that formats its message only outside signal context. */
-int vm_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int exo_vm_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Set while this thread runs the library's signal handler. */
-extern __thread int vm_in_signal __attribute__((tls_model("initial-exec")));
+extern __thread int exo_vm_in_signal __attribute__((tls_model("initial-exec")));
 
-size_t vm_page(void);
+size_t exo_vm_page(void);
 static inline size_t vm_page_index(const struct exo_vm_region *r, uintptr_t a)
 {
-    return (a - r->base) / vm_page();
+    return (a - r->base) / exo_vm_page();
 }
 
-void vm_lock(struct exo_vm_region *r);
-void vm_unlock(struct exo_vm_region *r);
+void exo_vm_lock(struct exo_vm_region *r);
+void exo_vm_unlock(struct exo_vm_region *r);
 
-/* The region containing addr, pinned against destruction until vm_table_unpin(slot). */
-struct exo_vm_region *vm_table_pin(uintptr_t addr, int *slot);
-void vm_table_unpin(int slot);
+/* The region containing addr, pinned against destruction until exo_vm_table_unpin(slot). */
+struct exo_vm_region *exo_vm_table_pin(uintptr_t addr, int *slot);
+void exo_vm_table_unpin(int slot);
 /* Visit every live region (under the table mutex; not for signal context). */
-void vm_table_each(void (*fn)(struct exo_vm_region *, void *), void *arg);
+void exo_vm_table_each(void (*fn)(struct exo_vm_region *, void *), void *arg);
 
 /* Engines. create: after the common checks, with the region not yet in the table (but the
  * table mutex held, so nothing else can claim the range). protect: [addr, addr+len) inside
  * the region, state already validated; sets the kernel's protection only. */
-int vm_signal_create(struct exo_vm_region *r);
-void vm_signal_destroy(struct exo_vm_region *r);
-int vm_signal_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access);
-long vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg);
-int vm_signal_ensure_handler(void);
+int exo_vm_signal_create(struct exo_vm_region *r);
+void exo_vm_signal_destroy(struct exo_vm_region *r);
+int exo_vm_signal_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access);
+long exo_vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg);
+int exo_vm_signal_ensure_handler(void);
 
-int vm_uffd_supported(unsigned flags, bool shmem, const char **why);
-int vm_uffd_create(struct exo_vm_region *r, bool shmem);
-void vm_uffd_destroy(struct exo_vm_region *r);
-int vm_uffd_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access);
-long vm_uffd_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg);
+int exo_vm_uffd_supported(unsigned flags, bool shmem, const char **why);
+int exo_vm_uffd_create(struct exo_vm_region *r, bool shmem);
+void exo_vm_uffd_destroy(struct exo_vm_region *r);
+int exo_vm_uffd_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access);
+long exo_vm_uffd_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg);
 
-int vm_softdirty_supported(const char **why);
-int vm_softdirty_create(struct exo_vm_region *r);
-void vm_softdirty_destroy(struct exo_vm_region *r);
-long vm_softdirty_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg);
+int exo_vm_softdirty_supported(const char **why);
+int exo_vm_softdirty_create(struct exo_vm_region *r);
+void exo_vm_softdirty_destroy(struct exo_vm_region *r);
+long exo_vm_softdirty_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg);
 
 /* Run the user's handler for a fault in a trap region and carry out a REDIRECT (the
  * engine-specific parts go through protect). Returns the action taken. */
-exo_vm_action vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f);
+exo_vm_action exo_vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f);
 
 #endif
