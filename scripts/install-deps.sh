@@ -5,6 +5,8 @@ set -eu
 want=(cmake make gcc pkg-config xz-utils)  # xz: test_launcher runs it under the launcher
 # test_report runs the report driver's own check (bench/run.py --selftest), which plots.
 want+=(python3 python3-matplotlib)
+# test_fuzz builds the libFuzzer targets (fuzz/) with Debian's clang-19 and its runtime.
+want+=(clang-19 libclang-rt-19-dev)
 # bench_hpcc: Debian's HPC Challenge (its RandomAccess checks bench_gups); pulls in Open MPI.
 [ "${1:-test}" = report ] && want+=(hpcc)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only

@@ -19,6 +19,7 @@
 #include "os/os.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
@@ -104,10 +105,26 @@ static unsigned bin_of(size_t size)
 static inline char *link_next(const char *c) { return (char *)(uintptr_t)W(c + 8); }
 static inline char *link_prev(const char *c) { return (char *)(uintptr_t)W(c + 16); }
 
+/* Is c (from the header's bins or a free chunk's links, which anyone who may write the
+ * segment can damage) a free chunk of this heap whose links stay inside it? Checked before
+ * the heap follows such a pointer, so damage gives an error or a rebuild, never a wild
+ * access. */
+static bool free_chunk_ok(const struct exo_heap *h, const char *c)
+{
+    uintptr_t u = (uintptr_t)c;
+    if ((u & 15) != 8 || c < h->first || c >= h->end || !tag_fits(h, c, W(c)) || tag_inuse(W(c)))
+        return false;
+    const char *next = link_next(c), *prev = link_prev(c);
+    return (!next || (((uintptr_t)next & 15) == 8 && next >= h->first && next < h->end)) &&
+           (!prev || (((uintptr_t)prev & 15) == 8 && prev >= h->first && prev < h->end));
+}
+
 static void bin_insert(struct exo_heap *h, char *c, size_t size)
 {
     unsigned i = bin_of(size);
     char *head = h->bins[i];
+    if (head && !free_chunk_ok(h, head))
+        head = NULL;   /* a damaged list is dropped; rebuild() finds its chunks again */
     W(c + 8) = (uintptr_t)head;
     W(c + 16) = 0;
     if (head)
@@ -147,11 +164,17 @@ static unsigned next_nonempty(const struct exo_heap *h, unsigned i)
 }
 
 /* Unlink and return a free chunk of at least `need` bytes, or NULL. Exact small bins are
- * O(1); the request's own large bin is searched first-fit; any chunk of a higher bin fits. */
-static char *take_fit(struct exo_heap *h, size_t need)
+ * O(1); the request's own large bin is searched first-fit; any chunk of a higher bin fits.
+ * A damaged list sets *damaged and gives NULL. */
+static char *take_fit(struct exo_heap *h, size_t need, bool *damaged)
 {
     unsigned i = bin_of(need);
+    unsigned steps = 0;
     for (char *c = h->bins[i]; c; c = link_next(c)) {
+        if (!free_chunk_ok(h, c) || ++steps > (size_t)(h->end - h->first) / MIN_CHUNK) {
+            *damaged = true;
+            return NULL;
+        }
         size_t sz = tag_size(W(c));
         if (sz >= need) {
             bin_remove(h, c, sz);
@@ -164,7 +187,32 @@ static char *take_fit(struct exo_heap *h, size_t need)
     if (i >= NBINS)
         return NULL;
     char *c = h->bins[i];
+    if (!free_chunk_ok(h, c)) {
+        *damaged = true;
+        return NULL;
+    }
     bin_remove(h, c, tag_size(W(c)));
+    return c;
+}
+
+/* take_fit(), rebuilding the free lists from the chunk headers once if they are damaged;
+ * -EXO_ECORRUPT in *rc when even the headers are. */
+static int rebuild(struct exo_heap *h);
+
+static char *take_fit_or_rebuild(struct exo_heap *h, size_t need, int *rc)
+{
+    bool damaged = false;
+    char *c = take_fit(h, need, &damaged);
+    if (!damaged)
+        return c;
+    if (rebuild(h) != 0) {
+        *rc = -EXO_ECORRUPT;   /* the chunk headers themselves are damaged */
+        return NULL;
+    }
+    damaged = false;
+    c = take_fit(h, need, &damaged);
+    if (damaged)
+        *rc = -EXO_ECORRUPT;
     return c;
 }
 
@@ -400,10 +448,13 @@ static int validate(const struct exo_heap *h, const void *base, size_t size)
     return 0;
 }
 
-/* Wait for a concurrent formatter to finish; false if it seems to have died. */
+/* Wait for a concurrent formatter to finish; false if it seems to have died. Formatting
+ * writes a header and two tags, microseconds of work: 100 ms is ample, and bounds what a
+ * header left "formatting" (by a crash, or by anyone who may write the segment) costs each
+ * call before it fails with EXO_ECORRUPT. */
 static bool wait_formatted(struct exo_heap *h)
 {
-    for (int i = 0; i < 4000; i++) {
+    for (int i = 0; i < 400; i++) {
         if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != HEAP_BUSY)
             return true;
         exo_os_sleep_ns(250000);
@@ -481,11 +532,12 @@ void *exo_heap_malloc(struct exo_heap *h, size_t size, int *code)
     int rc = size_and_lock(h, size, &need);
     if (rc)
         return fail(code, rc);
-    char *c = take_fit(h, need);
+    rc = -EXO_ENOMEM;
+    char *c = take_fit_or_rebuild(h, need, &rc);
     if (c)
         carve(h, c, need);
     pthread_mutex_unlock(&h->lock);
-    return c ? result(code, 0, c + 8) : fail(code, -EXO_ENOMEM);
+    return c ? result(code, 0, c + 8) : fail(code, rc);
 }
 
 void *exo_heap_memalign(struct exo_heap *h, size_t align, size_t size, int *code)
@@ -501,7 +553,8 @@ void *exo_heap_memalign(struct exo_heap *h, size_t align, size_t size, int *code
     if (rc)
         return fail(code, rc);
     /* Room for the request plus a front gap that is either 0 or a whole free chunk. */
-    char *c = take_fit(h, need + align + MIN_CHUNK);
+    rc = -EXO_ENOMEM;
+    char *c = take_fit_or_rebuild(h, need + align + MIN_CHUNK, &rc);
     if (c) {
         uintptr_t payload = ((uintptr_t)c + 8 + align - 1) & ~(uintptr_t)(align - 1);
         size_t gap = payload - 8 - (uintptr_t)c;
@@ -517,7 +570,7 @@ void *exo_heap_memalign(struct exo_heap *h, size_t align, size_t size, int *code
         carve(h, c, need);
     }
     pthread_mutex_unlock(&h->lock);
-    return c ? result(code, 0, c + 8) : fail(code, -EXO_ENOMEM);
+    return c ? result(code, 0, c + 8) : fail(code, rc);
 }
 
 /* Resize chunk c in place if it can be done; caller holds the lock. */
@@ -651,4 +704,11 @@ int exo_heap_test_hold(struct exo_heap *h, int drop_free_lists)
         memset(h->binmap, 0, sizeof h->binmap);
     }
     return rc;
+}
+
+void exo_heap_header_layout(size_t *header, size_t *lock_offset, size_t *lock_size)
+{
+    *header = sizeof(struct exo_heap);
+    *lock_offset = offsetof(struct exo_heap, lock);
+    *lock_size = sizeof(pthread_mutex_t);
 }

@@ -58,4 +58,9 @@ void exo_heap_recoveries(struct exo_heap *h, uint64_t *owner_deaths, uint64_t *r
  * Returns 0 or the locking error. */
 int exo_heap_test_hold(struct exo_heap *h, int drop_free_lists);
 
+/* Where the header's parts lie, for the fuzz target (fuzz/fuzz_heap_header.c): the header's
+ * size and the process-shared mutex inside it. The mutex is not fuzzed: a process that may
+ * write the segment can hold it, and a waiter then waits (docs/spacejmp.md says so). */
+void exo_heap_header_layout(size_t *header, size_t *lock_offset, size_t *lock_size);
+
 #endif

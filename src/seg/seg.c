@@ -47,6 +47,32 @@ static int load_format1(const char *path, struct exo_seg_rec *rec)
     return 0;
 }
 
+/* A record that passed its checksum can still have been written by anyone who may write
+ * the registry: nothing in it is used before it makes sense. In particular a data path
+ * (hugetlb and THP segments) must name a file exomem made for this segment, so a record
+ * cannot point another user's process, root's included, at an arbitrary file. */
+static bool record_sane(const struct exo_seg_rec *rec)
+{
+    uint64_t page = rec->page_size;
+    if (page != SEG_PAGE_4K && page != SEG_PAGE_2M && page != SEG_PAGE_1G)
+        return false;
+    if (rec->size == 0 || rec->size % page || rec->base % page || rec->base == 0 ||
+        rec->base + rec->size < rec->base || rec->base + rec->size > EXO_USER_ADDR_END)
+        return false;
+    if (rec->flags & ~(uint32_t)(SEG_NORESERVE | SEG_THP) || rec->name[0] == '\0')
+        return false;
+    if (rec->data_path[0] == '\0')
+        return page == SEG_PAGE_4K && !(rec->flags & SEG_THP);
+    const char *slash = strrchr(rec->data_path, '/');
+    char want[64];
+    snprintf(want, sizeof want, "-%llu", (unsigned long long)rec->id);
+    size_t base_len = slash ? strlen(slash + 1) : 0, want_len = strlen(want);
+    return rec->data_path[0] == '/' && !strstr(rec->data_path, "/../") &&
+           !strstr(rec->data_path, "/./") && base_len == 7 + 16 + want_len &&
+           !strncmp(slash + 1, "exomem-", 7) &&
+           strspn(slash + 8, "0123456789abcdef") == 16 && !strcmp(slash + 24, want);
+}
+
 int exo_seg_load(segid_t sid, struct exo_seg_rec *rec)
 {
     if (sid == 0)
@@ -65,7 +91,7 @@ int exo_seg_load(segid_t sid, struct exo_seg_rec *rec)
     if (rc)
         return rc;
     if (rec->id != sid || rec->name[EXOMEM_NAME_MAX] != '\0' ||
-        rec->data_path[sizeof rec->data_path - 1] != '\0')
+        rec->data_path[sizeof rec->data_path - 1] != '\0' || !record_sane(rec))
         return exo_fail(EXO_ECORRUPT, "segment record %s is inconsistent", path);
     return 0;
 }
