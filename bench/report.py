@@ -39,6 +39,16 @@ def pyplot():
     return plt
 
 
+def distinct_param(entries, key):
+    """The values of params[key] across entries, in order of first appearance."""
+    seen = []
+    for e in entries:
+        v = e["params"].get(key)
+        if v and v not in seen:
+            seen.append(v)
+    return seen
+
+
 def fmt_num(v):
     if v is None:
         return "-"

@@ -51,12 +51,7 @@ def find(entries, name, program, variant, **extra):
 
 
 def programs_of(entries):
-    seen = []
-    for e in entries:
-        prog = e["params"].get("program")
-        if prog and prog not in seen:
-            seen.append(prog)
-    return seen
+    return report.distinct_param(entries, "program")
 
 
 def speedup(e, base):

@@ -1,7 +1,7 @@
 """Reliability: the fault walk (tests/fault_walk.c, bench/bench_faults.c). Every operation
 that changes the registry or the address space is run with each of its system calls failing
 in turn, and what the library promises is checked after every failure."""
-from report import esc, fmt_num, table
+from report import distinct_param, esc, fmt_num, table
 
 KEY = "reliability"
 TITLE = "Reliability: injected system-call failures"
@@ -24,12 +24,7 @@ INTRO = (
 
 
 def _op_rows(entries):
-    ops = []
-    for e in entries:
-        op = e["params"].get("op")
-        if op and op not in ops:
-            ops.append(op)
-    return ops
+    return distinct_param(entries, "op")
 
 
 def _value(entries, name, op):
