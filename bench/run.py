@@ -186,6 +186,48 @@ def parse_output(text, program):
     return records, skips
 
 
+HEARTBEAT_SECONDS = 60
+
+
+def communicate_with_heartbeat(proc, program, timeout, start):
+    """proc.communicate(timeout), printing a line every HEARTBEAT_SECONDS so that a long
+    program shows it is still running. Raises TimeoutExpired as communicate does."""
+    while True:
+        left = timeout - (time.monotonic() - start)
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        try:
+            return proc.communicate(timeout=min(left, HEARTBEAT_SECONDS))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - start >= timeout:
+                raise
+            print("run.py:   %s still running, %s so far" % (program, fmt_duration(
+                time.monotonic() - start)), flush=True)
+
+
+def fmt_duration(seconds):
+    seconds = int(seconds)
+    return "%d:%02d:%02d" % (seconds // 3600, seconds // 60 % 60, seconds % 60) \
+        if seconds >= 3600 else "%d:%02d" % (seconds // 60, seconds % 60)
+
+
+def previous_seconds(out):
+    """Each program's run time in the last report in `out` (for the progress estimate)."""
+    try:
+        with open(os.path.join(out, "results.json")) as f:
+            return {r["program"]: r.get("seconds") or 0 for r in json.load(f).get("runs", [])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def progress_line(i, n, name, elapsed, remaining_known, unknown):
+    """'[i/n] name: elapsed ..., about ... left' with the estimate from the last run."""
+    left = "about %s left by the last run's times" % fmt_duration(remaining_known)
+    if unknown:
+        left += " (+%d program%s never timed)" % (unknown, "" if unknown == 1 else "s")
+    return "run.py: [%d/%d] %s: %s elapsed, %s" % (i, n, name, fmt_duration(elapsed), left)
+
+
 def run_program(path, quick, timeout, extra_args=()):
     """Run one benchmark in a private registry; returns (records, run-info dict)."""
     program = os.path.basename(path)
@@ -202,7 +244,7 @@ def run_program(path, quick, timeout, extra_args=()):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                 text=True, errors="replace", start_new_session=True)
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = communicate_with_heartbeat(proc, program, timeout, start)
         except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:
             out, err = stop_program(proc)
             if isinstance(e, KeyboardInterrupt):
@@ -469,7 +511,14 @@ def run_all(args):
     shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else None
     only = set(args.only.split(",")) if args.only else None
     runs, records = [], []
-    for name, path in find_programs(args.build, only):
+    programs = list(find_programs(args.build, only))
+    before = previous_seconds(args.out)
+    begun = time.monotonic()
+    for index, (name, path) in enumerate(programs, 1):
+        rest = [p for p, _ in programs[index - 1:]]
+        print(progress_line(index, len(programs), name, time.monotonic() - begun,
+                            sum(before.get(p, 0) for p in rest),
+                            sum(1 for p in rest if p not in before)), flush=True)
         if path is None:
             runs.append({"program": name, "status": "missing: not built (no %s/bench/%s)"
                          % (args.build, name), "rc": None, "seconds": 0, "stderr": "",
@@ -587,6 +636,9 @@ def selftest():
         if hasattr(m, "selftest"):
             m.selftest(check)
 
+    line = progress_line(2, 5, "bench_x", 125, 3700, 1)
+    check("[2/5] bench_x: 2:05 elapsed, about 1:01:40 left" in line and "+1 program never"
+          in line, "progress line: %s" % line)
     tmp = tempfile.mkdtemp(prefix="exomem-report-selftest-")
     try:
         machine = machine_facts()
