@@ -167,6 +167,11 @@ uint64_t gups_verify_count(uint64_t *table, unsigned log2, uint64_t total)
     return errors;
 }
 
+bool gups_passes_count(uint64_t errors, uint64_t updates)
+{
+    return errors * 400 <= updates;
+}
+
 bool gups_passes(uint64_t errors, unsigned log2)
 {
     return errors * 100 <= (UINT64_C(1) << log2);
