@@ -75,6 +75,18 @@ static void test_runs_verify(unsigned log2)
     free(b);
 }
 
+
+/* `updates` updates on a fresh table, then `damaged` entries spoiled: what verification of
+ * that run counts. */
+static uint64_t capped_run_with_damage(uint64_t *t, unsigned log2, uint64_t updates,
+                                       uint64_t damaged)
+{
+    gups_init(t, log2);
+    gups_update_range(t, log2, 0, updates, NULL, NULL);
+    for (uint64_t i = 0; i < damaged; i++)
+        t[i * 997 % (UINT64_C(1) << log2)] ^= 0x4000;
+    return gups_verify_count(t, log2, updates);
+}
 static void test_detects_errors(void)
 {
     unsigned log2 = 16;
@@ -103,19 +115,11 @@ static void test_detects_errors(void)
      * the allowance scales with the updates run, not with the table. 2^12 updates on a 2^16
      * table, then 40 entries damaged: within 1% of the table, but 1% of the updates. */
     uint64_t capped = UINT64_C(1) << 12;
-    gups_init(t, log2);
-    gups_update_range(t, log2, 0, capped, NULL, NULL);
-    for (uint64_t i = 0; i < 40; i++)
-        t[i * 997 % size] ^= 0x4000;
-    errors = gups_verify_count(t, log2, capped);
+    errors = capped_run_with_damage(t, log2, capped, 40);
     CHECK_EQ(errors, 40);
     CHECK(gups_passes(errors, log2));            /* the table-sized bound let it pass */
     CHECK(!gups_passes_count(errors, capped));   /* the bound bench_gups now uses */
-    gups_init(t, log2);
-    gups_update_range(t, log2, 0, capped, NULL, NULL);
-    for (uint64_t i = 0; i < 10; i++)
-        t[i * 997 % size] ^= 0x4000;
-    errors = gups_verify_count(t, log2, capped);
+    errors = capped_run_with_damage(t, log2, capped, 10);
     CHECK_EQ(errors, 10);
     CHECK(gups_passes_count(errors, capped));    /* 10 <= 0.25% of 4096 */
     /* One update in the middle of the stream missing: exactly one entry wrong. */
