@@ -6,23 +6,14 @@
 #include "bench_util.h"
 #include "fault_walk.h"
 
-#include <limits.h>
 #include <stdio.h>
-#include <string.h>
-#include <unistd.h>
 
 static bool quick;
 
 static int body(void)
 {
-    char bin[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 16);
-    char *slash = n > 0 ? (bin[n] = '\0', strrchr(bin, '/')) : NULL;
-    if (slash)
-        strcpy(slash, "/../exomem");
-    const char *cli = slash && access(bin, X_OK) == 0 ? bin : NULL;
     struct fault_walk_result r[32];
-    size_t count = fault_walk_all(cli, quick, r, 32);
+    size_t count = fault_walk_all(fault_walk_cli_path(), quick, r, 32);
     int broken = 0;
     for (size_t i = 0; i < count; i++) {
         char params[160];

@@ -20,8 +20,8 @@ const char *fuzz_path(const char *rel);
 void fuzz_write(const char *rel, const uint8_t *data, size_t size);
 /* The bytes of file rel as they are now (the seed), into buf (at most cap); returns size. */
 size_t fuzz_read(const char *rel, uint8_t *buf, size_t cap);
-/* Seal a record of `size` bytes as the library does (its last 8 bytes: FNV-1a of the
- * rest), so that mutations reach the checks behind the checksum. */
+/* Seal a record of `size` bytes with the library's exo_record_seal() (nothing below 8
+ * bytes), so that mutations reach the checks behind the checksum. */
 void fuzz_seal(uint8_t *rec, size_t size);
 /* Once per process: when EXOMEM_FUZZ_SEEDS names a directory, write the real file `rel`,
  * behind the mode byte `mode`, into it as a seed input (tests/test_fuzz.sh). */

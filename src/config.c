@@ -68,10 +68,11 @@ static void arm_fault(const char *spec)
     };
     if (!spec || !*spec)
         return;
-    char kind[32], err[32];
+    char kind_name[32], err[32];
     unsigned long nth;
-    if (sscanf(spec, "%31[a-z]:%lu:%31[A-Z0-9]", kind, &nth, err) != 3 ||
-        exo_os_fault_kind_parse(kind) < 0) {
+    int kind = -1;
+    if (sscanf(spec, "%31[a-z]:%lu:%31[A-Z0-9]", kind_name, &nth, err) != 3 ||
+        (kind = exo_os_fault_kind_parse(kind_name)) < 0) {
         fprintf(stderr, "exomem: EXOMEM_FAULT=%s is not kind:N:errno; ignored\n", spec);
         return;
     }
@@ -83,7 +84,7 @@ static void arm_fault(const char *spec)
         fprintf(stderr, "exomem: EXOMEM_FAULT=%s: unknown errno %s; ignored\n", spec, err);
         return;
     }
-    exo_os_fault_arm(exo_os_fault_kind_parse(kind), nth, e);
+    exo_os_fault_arm(kind, nth, e);
 }
 
 static void config_load(void)

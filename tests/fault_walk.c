@@ -533,6 +533,20 @@ static void walk_op(const struct op *op, struct ctx *c, bool quick, bool cli,
     op->cleanup(c);
 }
 
+const char *fault_walk_cli_path(void)
+{
+    static char bin[4096];
+    ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 16);
+    char *slash = n > 0 ? (bin[n] = '\0', strrchr(bin, '/')) : NULL;
+    if (slash) {
+        strcpy(slash, "/../exomem");
+        if (access(bin, X_OK) == 0)
+            return bin;
+    }
+    fprintf(stderr, "note: no exomem command at %s: the CLI is not walked\n", bin);
+    return NULL;
+}
+
 size_t fault_walk_all(const char *exomem_bin, bool quick, struct fault_walk_result *out,
                       size_t cap)
 {

@@ -23,6 +23,10 @@ struct fault_walk_result {
     bool broken;                /* a promise was broken: see why */
 };
 
+/* The exomem command of this build: tests/ and bench/ programs sit one directory below
+ * it. NULL (with a line on stderr) when it is not there. */
+const char *fault_walk_cli_path(void);
+
 /* Run the walk over every operation (the CLI's with exomem_bin, when not NULL), filling
  * up to cap results; returns how many. `quick` uses one errno per fault instead of five.
  * Needs a registry of its own (EXOMEM_ROOT set by the caller) and root for THP and 2M. */

@@ -4,28 +4,14 @@
 #include "fault_walk.h"
 #include "harness.h"
 
-#include <limits.h>
 #include <string.h>
-#include <unistd.h>
 
 int main(int argc, char **argv)
 {
     test_root_setup();
     bool quick = argc > 1 && !strcmp(argv[1], "--quick");
-    /* The exomem command sits in the build directory, one level above this program. */
-    char bin[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", bin, sizeof bin - 16);
-    CHECK(n > 0);
-    bin[n] = '\0';
-    char *slash = strrchr(bin, '/');
-    CHECK(slash != NULL);
-    strcpy(slash, "/../exomem");
-    const char *cli = access(bin, X_OK) == 0 ? bin : NULL;
-    if (!cli)
-        fprintf(stderr, "note: no exomem command at %s: the CLI is not walked\n", bin);
-
     struct fault_walk_result r[32];
-    size_t count = fault_walk_all(cli, quick, r, 32);
+    size_t count = fault_walk_all(fault_walk_cli_path(), quick, r, 32);
     unsigned long injected = 0, clean = 0, tolerated = 0;
     int broken = 0;
     for (size_t i = 0; i < count; i++) {

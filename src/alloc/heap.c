@@ -109,14 +109,18 @@ static inline char *link_prev(const char *c) { return (char *)(uintptr_t)W(c + 1
  * segment can damage) a free chunk of this heap whose links stay inside it? Checked before
  * the heap follows such a pointer, so damage gives an error or a rebuild, never a wild
  * access. */
+/* Could c be a chunk of this heap: inside it, where chunks start (8 past 16-alignment)? */
+static bool chunk_place_ok(const struct exo_heap *h, const char *c)
+{
+    return ((uintptr_t)c & 15) == 8 && c >= h->first && c < h->end;
+}
+
 static bool free_chunk_ok(const struct exo_heap *h, const char *c)
 {
-    uintptr_t u = (uintptr_t)c;
-    if ((u & 15) != 8 || c < h->first || c >= h->end || !tag_fits(h, c, W(c)) || tag_inuse(W(c)))
+    if (!chunk_place_ok(h, c) || !tag_fits(h, c, W(c)) || tag_inuse(W(c)))
         return false;
     const char *next = link_next(c), *prev = link_prev(c);
-    return (!next || (((uintptr_t)next & 15) == 8 && next >= h->first && next < h->end)) &&
-           (!prev || (((uintptr_t)prev & 15) == 8 && prev >= h->first && prev < h->end));
+    return (!next || chunk_place_ok(h, next)) && (!prev || chunk_place_ok(h, prev));
 }
 
 static void bin_insert(struct exo_heap *h, char *c, size_t size)
@@ -329,8 +333,7 @@ static int check_locked(const struct exo_heap *h, struct seg_heap_stats *st)
             return -EXO_ECORRUPT;
         char *prev = NULL;
         for (char *c = h->bins[i]; c; prev = c, c = link_next(c)) {
-            uintptr_t u = (uintptr_t)c;
-            if ((u & 15) != 8 || c < h->first || c >= h->end || ++listed > s.free_chunks)
+            if (!chunk_place_ok(h, c) || ++listed > s.free_chunks)
                 return -EXO_ECORRUPT;
             uint64_t t = W(c);
             if (tag_inuse(t) || !tag_fits(h, c, t) || bin_of(tag_size(t)) != i ||

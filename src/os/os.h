@@ -172,6 +172,8 @@ int exo_os_fchmod(int fd, mode_t mode);
 /* Call each(name) for every entry of dir but . and .., until it returns non-zero (which
  * is returned). -EXO_ code if dir cannot be read. */
 int exo_os_dir_each(const char *dir, int (*each)(const char *name, void *arg), void *arg);
+/* 1 if dir has no entry but . and .., 0 if it has one, -EXO_ code if it cannot be read. */
+int exo_os_dir_is_empty(const char *dir);
 uid_t exo_os_euid(void);
 int exo_os_pid(void);
 /* Copy size bytes from file src to file dst through two temporary shared mappings (works

@@ -130,6 +130,19 @@ int exo_os_dir_each(const char *dir, int (*each)(const char *name, void *arg), v
     return rc;
 }
 
+static int stop_at_first(const char *name, void *arg)
+{
+    (void)name;
+    (void)arg;
+    return 1;
+}
+
+int exo_os_dir_is_empty(const char *dir)
+{
+    int rc = exo_os_dir_each(dir, stop_at_first, NULL);
+    return rc < 0 ? rc : rc == 0;
+}
+
 uid_t exo_os_euid(void)
 {
     return geteuid();

@@ -6,7 +6,6 @@
 #include "internal.h"
 
 #include <fcntl.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <stdio.h>
@@ -55,8 +54,7 @@ int exo_os_flock(int fd, bool exclusive, long timeout_ms)
             return -exo_os_code(errno);
         if (waited_us >= timeout_ms * 1000)
             return -EXO_EBUSY;
-        struct timespec ts = {0, step_us * 1000};
-        nanosleep(&ts, NULL);
+        exo_os_sleep_ns(step_us * 1000);
         waited_us += step_us;
         step_us = step_us * 2 > 50000 ? 50000 : step_us * 2;
     }

@@ -137,20 +137,13 @@ static int mount_private(const char *name, uint64_t page, struct placement *pl)
 
 /* Unmount a private mount of this registry once no segment data is left in it (root only;
  * otherwise it simply stays). Mappings still using it stay valid (lazy detach). */
-static int any_entry(const char *name, void *arg)
-{
-    (void)name;
-    (void)arg;
-    return 1; /* stop: not empty */
-}
-
 void exo_seg_release_private_if_empty(const char *mount)
 {
     char parent[EXO_PATH_MAX];
     if (exo_os_euid() != 0 || exo_reg_path(parent, sizeof parent, "mnt/") != 0 ||
         strncmp(mount, parent, strlen(parent)) != 0)
         return;
-    if (exo_os_dir_each(mount, any_entry, NULL) == 0 && exo_os_unmount(mount) == 0) {
+    if (exo_os_dir_is_empty(mount) == 1 && exo_os_unmount(mount) == 0) {
         exo_os_rmdir(mount);
         parent[strlen(parent) - 1] = '\0';
         exo_os_rmdir(parent); /* fails harmlessly while another private mount remains */

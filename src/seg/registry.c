@@ -378,13 +378,6 @@ int exo_name_list(enum exo_kind kind, uint64_t **ids, size_t *count)
     return 0;
 }
 
-static int stop_at_first(const char *name, void *arg)
-{
-    (void)name;
-    (void)arg;
-    return 1;
-}
-
 int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void *item_buf,
                  size_t item_size, void *out, size_t cap, size_t *count, size_t *corrupt)
 {
@@ -405,7 +398,7 @@ int exo_reg_list(enum exo_kind kind, int (*load)(uint64_t id, void *item), void 
     char dir[EXO_PATH_MAX];
     if ((rc = exo_reg_path(dir, sizeof dir, kind == EXO_KIND_SEG ? "segs" : "vases")) != 0)
         return rc;
-    if ((rc = exo_os_dir_each(dir, stop_at_first, NULL)) < 0)
+    if ((rc = exo_os_dir_is_empty(dir)) < 0)
         return exo_fail(-rc, "cannot read registry directory %s: %s", dir, strerror(errno));
     int lock;
     if ((rc = exo_reg_lock(false, &lock)) != 0)
