@@ -354,6 +354,33 @@ static void check_strerror(void)
     CHECK(exomem_strerror(0) != NULL);
 }
 
+/* One encoding of access rights (access.h): the segment and VM constants are its values, and
+ * an option where an access belongs (or the reverse) is refused, not read as something else. */
+_Static_assert(SEG_RDONLY == EXO_ACCESS_READ && SEG_RDWR == EXO_ACCESS_RW, "seg access values");
+_Static_assert(EXO_VM_NOACCESS == EXO_ACCESS_NONE && EXO_VM_READONLY == EXO_ACCESS_READ &&
+                   EXO_VM_READWRITE == EXO_ACCESS_RW, "vm access values");
+_Static_assert(((SEG_NORESERVE | SEG_THP) & (SEG_RDONLY | SEG_RDWR)) == 0,
+               "segment options and access values must not share bits");
+
+static void check_access_encoding(vasid_t vas, segid_t seg)
+{
+    segid_t sid = 0;
+    struct seg_opts opts = {.page_size = SEG_PAGE_4K, .flags = SEG_RDONLY};
+    CHECK_ERR(seg_alloc_ex("g", test_base(0), MIB, 0600, &opts, &sid), EXO_EINVAL);
+    opts.flags = SEG_RDWR;
+    CHECK_ERR(seg_alloc_ex("g", test_base(0), MIB, 0600, &opts, &sid), EXO_EINVAL);
+    CHECK_ERR(seg_attach(vas, seg, SEG_NORESERVE), EXO_EINVAL);
+    CHECK_ERR(seg_attach(vas, seg, SEG_THP), EXO_EINVAL);
+    CHECK_ERR(seg_attach(vas, seg, EXO_ACCESS_NONE), EXO_EINVAL);
+    CHECK_ERR(seg_attach(vas, seg, EXO_ACCESS_WRITE), EXO_EINVAL);
+    CHECK_UNCHANGED();
+    /* The stored access reads back as the constant it was given. */
+    struct vas_info vi;
+    CHECK_OK(vas_ctl(VAS_CTL_INFO, vas, &vi));
+    CHECK_EQ(vi.nsegs, 1);
+    CHECK_EQ(vi.segs[0].flags, SEG_RDONLY);
+}
+
 int main(void)
 {
     test_root_setup();
@@ -374,6 +401,7 @@ int main(void)
     CHECK_EQ(snap_before.nvases, 1);
 
     check_names();
+    check_access_encoding(keep_vas, keep_seg);
     check_geometry();
     check_overlap_mappings();
     take_snapshot(&snap_before);

@@ -9,6 +9,7 @@
 #ifndef EXOMEM_SEG_H
 #define EXOMEM_SEG_H
 
+#include <exomem/access.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,19 +28,21 @@ typedef int vhandle_t;      /* a process's attachment of a VAS; VAS_HOME is the 
 #define SEG_PAGE_2M (UINT64_C(1) << 21)
 #define SEG_PAGE_1G (UINT64_C(1) << 30)
 
-/* Attachment flags. */
-#define SEG_RDWR   0x0      /* read-write: exclusive lock while switched in */
-#define SEG_RDONLY 0x1      /* read-only: shared lock while switched in */
+/* Access of an attachment (seg_attach(), seg_attach_local()): the values of access.h, so
+ * SEG_RDONLY == EXO_ACCESS_READ and SEG_RDWR == EXO_ACCESS_RW. */
+#define SEG_RDONLY EXO_ACCESS_READ  /* read-only: shared lock while switched in */
+#define SEG_RDWR   EXO_ACCESS_RW    /* read-write: exclusive lock while switched in */
 
-/* seg_alloc_ex() options. */
-#define SEG_NORESERVE 0x1   /* do not reserve the memory up front (sparse file) */
+/* seg_alloc_ex() options (struct seg_opts.flags). Their values never meet the access values
+ * above, so passing one where the other belongs fails with EXO_EINVAL. */
+#define SEG_NORESERVE 0x100 /* do not reserve the memory up front (sparse file) */
 /* Transparent huge pages: a 4K-granular segment (page_size SEG_PAGE_4K) whose data lives in
  * a tmpfs that allows huge pages (EXOMEM_TMPFS_HUGE, else a tmpfs mounted with
  * huge=advise/within_size/always, else, for root, a private one under the registry), filled
  * through a MADV_HUGEPAGE mapping. Its 2 MiB-aligned parts get huge pages when the kernel
  * has them to give (never guaranteed: see seg_backing()); a base that is a multiple of
  * 2 MiB lets every process map them whole. EXO_ENOHUGE when no such tmpfs can be had. */
-#define SEG_THP 0x2
+#define SEG_THP 0x200
 
 /* Huge page segments (docs/hugepages.md). 2M and 1G data lives in a hugetlbfs mount
  * (EXOMEM_HUGETLBFS_2M/_1G, else one found in /proc/self/mounts, else, for root, a private

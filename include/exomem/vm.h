@@ -47,6 +47,7 @@
 #ifndef EXOMEM_VM_H
 #define EXOMEM_VM_H
 
+#include <exomem/access.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -63,11 +64,12 @@ typedef enum exo_vm_engine {
     EXO_VM_ENGINE_SOFTDIRTY = 3, /* dirty-tracking regions only */
 } exo_vm_engine;
 
-/* Accessibility of a page: what the program may still do without a trap. */
+/* Accessibility of a page: what the program may still do without a trap. The values are
+ * access.h's, the same as every other exomem call's (EXO_VM_READONLY == EXO_ACCESS_READ). */
 enum {
-    EXO_VM_NOACCESS = 0,  /* every access traps (signal engine only) */
-    EXO_VM_READONLY = 1,  /* writes trap */
-    EXO_VM_READWRITE = 3, /* nothing traps */
+    EXO_VM_NOACCESS = EXO_ACCESS_NONE, /* every access traps (signal engine only) */
+    EXO_VM_READONLY = EXO_ACCESS_READ, /* writes trap */
+    EXO_VM_READWRITE = EXO_ACCESS_RW,  /* nothing traps */
 };
 
 /* Region flags. */

@@ -28,6 +28,7 @@
 #ifndef EXOMEM_OS_H
 #define EXOMEM_OS_H
 
+#include <exomem/access.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -104,7 +105,10 @@ int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bo
  * range is ever a hole. Not for hugetlb mappings. */
 int exo_os_move(uint64_t from, uint64_t to, uint64_t len);
 
-/* Change access of [addr, addr+len): 0 none, 1 read, 2 read-write. */
+/* The mmap/mprotect PROT_ bits of an access (EXO_ACCESS_* of access.h). */
+int exo_os_prot(int access);
+
+/* Change access of [addr, addr+len) to EXO_ACCESS_NONE, _READ or _RW (access.h). */
 int exo_os_protect(uint64_t addr, uint64_t len, int access);
 
 /* Give [addr, addr+len) back to the kernel. */

@@ -98,12 +98,17 @@ int exo_os_move(uint64_t from, uint64_t to, uint64_t len)
     return 0;
 }
 
+int exo_os_prot(int access)
+{
+    return ((access & EXO_ACCESS_READ) ? PROT_READ : 0) |
+           ((access & EXO_ACCESS_WRITE) ? PROT_WRITE : 0);
+}
+
 int exo_os_protect(uint64_t addr, uint64_t len, int access)
 {
     if (exo_os_fault(EXO_FAULT_PROTECT))
         return -exo_os_code(errno);
-    int prot = access == 0 ? PROT_NONE : access == 1 ? PROT_READ : PROT_READ | PROT_WRITE;
-    if (mprotect((void *)addr, len, prot) != 0)
+    if (mprotect((void *)addr, len, exo_os_prot(access)) != 0)
         return -exo_os_code(errno);
     return 0;
 }

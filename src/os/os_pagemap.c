@@ -14,7 +14,7 @@
 int exo_os_range_info(uint64_t addr, uint64_t len, struct exo_os_range_info *info)
 {
     memset(info, 0, sizeof *info);
-    info->access = 2;
+    info->access = EXO_ACCESS_RW;
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
         return -exo_os_code(errno);
@@ -31,9 +31,9 @@ int exo_os_range_info(uint64_t addr, uint64_t len, struct exo_os_range_info *inf
             continue;
         if (lo > cursor)
             break; /* a hole at cursor */
-        int access = perms[0] != 'r' ? 0 : perms[1] != 'w' ? 1 : 2;
-        if (access < info->access)
-            info->access = access;
+        int access = (perms[0] == 'r' ? EXO_ACCESS_READ : 0) |
+                     (perms[1] == 'w' ? EXO_ACCESS_WRITE : 0);
+        info->access &= access;
         if (perms[3] == 's')
             info->any_shared = true;
         if (inode != 0)
@@ -147,8 +147,7 @@ int exo_os_memfd(const char *name, uint64_t len, int *fd)
 
 int exo_os_map_shared(int fd, off_t off, uint64_t len, int access, void **addr)
 {
-    int prot = access == 0 ? PROT_NONE : access == 1 ? PROT_READ : PROT_READ | PROT_WRITE;
-    void *p = mmap(NULL, len, prot, MAP_SHARED, fd, off);
+    void *p = mmap(NULL, len, exo_os_prot(access), MAP_SHARED, fd, off);
     if (p == MAP_FAILED)
         return -exo_os_code(errno);
     *addr = p;

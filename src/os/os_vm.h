@@ -16,7 +16,7 @@
 
 /* What covers [addr, addr+len) in /proc/self/maps. */
 struct exo_os_range_info {
-    int access;      /* the least access over the range: 0 none, 1 read, 2 read-write */
+    int access;      /* the least access over the range: EXO_ACCESS_* bits */
     bool any_shared; /* some part is a MAP_SHARED mapping */
     bool any_file;   /* some part maps a file (not anonymous) */
     char gap[96];    /* when not fully mapped: the first unmapped address, as text */
@@ -102,7 +102,7 @@ int exo_os_probe_soft_dirty(bool *works);
 /* An anonymous memory file (memfd) of len bytes. */
 int exo_os_memfd(const char *name, uint64_t len, int *fd);
 
-/* Map len bytes of fd from off, shared, anywhere, with access 0 none / 1 read / 2 rw. */
+/* Map len bytes of fd from off, shared, anywhere, with access EXO_ACCESS_NONE/_READ/_RW. */
 int exo_os_map_shared(int fd, off_t off, uint64_t len, int access, void **addr);
 
 #endif

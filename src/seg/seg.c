@@ -47,6 +47,19 @@ static int load_format1(const char *path, struct exo_seg_rec *rec)
     return 0;
 }
 
+/* SEG_NORESERVE/SEG_THP (the API) to and from the record's bits (the format). */
+static uint32_t rec_flags_of(unsigned opt_flags)
+{
+    return ((opt_flags & SEG_NORESERVE) ? EXO_SEG_REC_NORESERVE : 0) |
+           ((opt_flags & SEG_THP) ? EXO_SEG_REC_THP : 0);
+}
+
+static unsigned opt_flags_of(uint32_t rec_flags)
+{
+    return ((rec_flags & EXO_SEG_REC_NORESERVE) ? SEG_NORESERVE : 0u) |
+           ((rec_flags & EXO_SEG_REC_THP) ? SEG_THP : 0u);
+}
+
 /* A record that passed its checksum can still have been written by anyone who may write
  * the registry: nothing in it is used before it makes sense. In particular a data path
  * (hugetlb and THP segments) must name a file exomem made for this segment, so a record
@@ -59,10 +72,10 @@ static bool record_sane(const struct exo_seg_rec *rec)
     if (rec->size == 0 || rec->size % page || rec->base % page || rec->base == 0 ||
         rec->base + rec->size < rec->base || rec->base + rec->size > EXO_USER_ADDR_END)
         return false;
-    if (rec->flags & ~(uint32_t)(SEG_NORESERVE | SEG_THP) || rec->name[0] == '\0')
+    if (rec->flags & ~(EXO_SEG_REC_NORESERVE | EXO_SEG_REC_THP) || rec->name[0] == '\0')
         return false;
     if (rec->data_path[0] == '\0')
-        return page == SEG_PAGE_4K && !(rec->flags & SEG_THP);
+        return page == SEG_PAGE_4K && !(rec->flags & EXO_SEG_REC_THP);
     const char *slash = strrchr(rec->data_path, '/');
     char want[64];
     snprintf(want, sizeof want, "-%llu", (unsigned long long)rec->id);
@@ -168,8 +181,8 @@ static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *p
         return exo_fail(-fd, "segment '%s': cannot create %s: %s", rec->name, path,
                         strerror(errno));
     int rc = exo_os_fchmod(fd, mode);
-    bool hugetlb = rec->page_size != SEG_PAGE_4K, thp = rec->flags & SEG_THP;
-    bool reserve = !(rec->flags & SEG_NORESERVE);
+    bool hugetlb = rec->page_size != SEG_PAGE_4K, thp = rec->flags & EXO_SEG_REC_THP;
+    bool reserve = !(rec->flags & EXO_SEG_REC_NORESERVE);
     if (!rc)
         rc = exo_os_size_file(fd, rec->size, !hugetlb && !thp && reserve);
     if (rc)
@@ -223,7 +236,7 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
     memset(&rec, 0, sizeof rec);
     memcpy(rec.magic, EXO_SEG_MAGIC, 8);
     rec.version = EXO_SEG_VERSION;
-    rec.flags = flags;
+    rec.flags = rec_flags_of(flags);
     rec.base = base;
     rec.size = size;
     rec.page_size = page;
@@ -292,7 +305,7 @@ static void fill_info(const struct exo_seg_rec *rec, const struct stat *st, stru
     out->base = rec->base;
     out->size = rec->size;
     out->page_size = rec->page_size;
-    out->flags = rec->flags;
+    out->flags = opt_flags_of(rec->flags);
     out->created = rec->created;
     out->mode = st->st_mode & 07777;
     out->uid = st->st_uid;
@@ -382,7 +395,7 @@ EXO_API int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid)
         exo_os_close(src);
         return exo_fail(-rc, "segment '%s': cannot lock for cloning", rec.name);
     }
-    struct seg_opts opts = {.page_size = rec.page_size, .flags = rec.flags};
+    struct seg_opts opts = {.page_size = rec.page_size, .flags = opt_flags_of(rec.flags)};
     segid_t made = 0;
     rc = seg_alloc_ex(new_name, rec.base, rec.size, info.mode | 0200, &opts, &made);
     if (!rc) {
@@ -480,7 +493,7 @@ EXO_API int seg_backing(segid_t sid, struct seg_backing *out)
         return rc;
     memset(out, 0, sizeof *out);
     out->page_size = rec.page_size;
-    out->flags = rec.flags;
+    out->flags = opt_flags_of(rec.flags);
     out->size = rec.size;
     if (rec.page_size != SEG_PAGE_4K) {
         /* hugetlbfs counts the huge pages a file has in its blocks; all of them are huge. */

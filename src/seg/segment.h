@@ -8,11 +8,17 @@
 #define EXO_SEG_MAGIC "EXOSEG\0\1"
 #define EXO_SEG_VERSION 2
 
+/* The record's own flag bits, fixed by the format: the API's SEG_NORESERVE and SEG_THP
+ * (seg.h) are translated at the API boundary, so their values may change without touching
+ * a record on disk. */
+#define EXO_SEG_REC_NORESERVE 0x1u
+#define EXO_SEG_REC_THP 0x2u
+
 /* The on-disk segment record (segs/<id>). Fixed size; sealed with a checksum. */
 struct exo_seg_rec {
     char magic[8];
     uint32_t version;
-    uint32_t flags;             /* SEG_NORESERVE, SEG_THP */
+    uint32_t flags;             /* EXO_SEG_REC_NORESERVE, EXO_SEG_REC_THP */
     uint64_t id;
     uint64_t base;
     uint64_t size;

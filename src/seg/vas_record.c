@@ -29,6 +29,10 @@ int exo_vas_rec_load(vasid_t vid, struct exo_vas_rec *rec)
         return rc;
     if (rec->id != vid || rec->nsegs > VAS_SEGS_MAX || rec->name[EXOMEM_NAME_MAX] != '\0')
         return exo_fail(EXO_ECORRUPT, "VAS record %s is inconsistent", path);
+    for (uint32_t i = 0; i < rec->nsegs; i++)
+        if (rec->segs[i].flags != EXO_VAS_REC_RDWR && rec->segs[i].flags != EXO_VAS_REC_RDONLY)
+            return exo_fail(EXO_ECORRUPT, "VAS record %s: segment %u has access bits %#x", path,
+                            i, rec->segs[i].flags);
     return 0;
 }
 

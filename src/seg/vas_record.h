@@ -9,11 +9,29 @@
 #define EXO_VAS_MAGIC "EXOVAS\0\1"
 #define EXO_VAS_VERSION 1
 
+/* An attachment's access as the format stores it (fixed since format 1): 0 read-write,
+ * 1 read-only. The API's SEG_RDWR/SEG_RDONLY (access.h values) are translated by
+ * exo_vas_rec_access() and exo_vas_rec_flags(), so the format never follows the API. */
+#define EXO_VAS_REC_RDWR 0u
+#define EXO_VAS_REC_RDONLY 1u
+
 struct exo_vas_rec_seg {
     uint64_t sid;
-    uint32_t flags;             /* SEG_RDONLY or SEG_RDWR */
+    uint32_t flags;             /* EXO_VAS_REC_RDWR or EXO_VAS_REC_RDONLY */
     uint32_t reserved;
 };
+
+/* The SEG_RDONLY or SEG_RDWR of a stored attachment. */
+static inline int exo_vas_rec_access(const struct exo_vas_rec_seg *seg)
+{
+    return seg->flags == EXO_VAS_REC_RDONLY ? SEG_RDONLY : SEG_RDWR;
+}
+
+/* The stored form of SEG_RDONLY or SEG_RDWR. */
+static inline uint32_t exo_vas_rec_flags(int access)
+{
+    return access == SEG_RDONLY ? EXO_VAS_REC_RDONLY : EXO_VAS_REC_RDWR;
+}
 
 struct exo_vas_rec {
     char magic[8];

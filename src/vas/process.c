@@ -41,9 +41,10 @@ EXO_API int vas_attach(vasid_t vid, vhandle_t *vh)
     memset(a, 0, sizeof *a);
     for (uint32_t i = 0; i < rec.nsegs && !rc; i++) {
         struct pseg *ps;
-        rc = exo_pseg_get(s, rec.segs[i].sid, (int)rec.segs[i].flags, &ps);
+        int access = exo_vas_rec_access(&rec.segs[i]);
+        rc = exo_pseg_get(s, rec.segs[i].sid, access, &ps);
         if (!rc)
-            a->segs[a->nsegs++] = (struct attach_seg){ps, (int)rec.segs[i].flags, false};
+            a->segs[a->nsegs++] = (struct attach_seg){ps, access, false};
     }
     if (rc) {
         drop_segments(s, a);
@@ -163,7 +164,7 @@ EXO_API int seg_attach_local(vhandle_t vh, segid_t sid, int flags)
             else
                 ps->lock = want;
         }
-        if (!rc && (rc = exo_space_show(s, ps, flags == SEG_RDWR ? 2 : 1)) != 0) {
+        if (!rc && (rc = exo_space_show(s, ps, flags)) != 0) {
             exo_os_unlock(ps->fd);
             ps->lock = EXO_LOCK_NONE;
         }

@@ -214,7 +214,7 @@ int exo_pseg_get(struct space *s, segid_t sid, int flags, struct pseg **out)
         return exo_fail(EXO_ENOMEM, "attaching segment '%s'", rec.name);
     }
     *ps = (struct pseg){.sid = sid, .base = rec.base, .size = rec.size,
-                        .page_size = rec.page_size, .thp = (rec.flags & SEG_THP) != 0,
+                        .page_size = rec.page_size, .thp = (rec.flags & EXO_SEG_REC_THP) != 0,
                         .fd = fd, .fd_writable = writable,
                         .refs = 1, .where = PSEG_HIDDEN};
     memcpy(ps->name, rec.name, sizeof ps->name);

@@ -28,7 +28,7 @@ struct pseg {
     bool fd_writable;
     int refs;                   /* attachments that list it */
     enum pseg_where where;
-    int access;                 /* when visible: 1 read, 2 read-write */
+    int access;                 /* when visible: EXO_ACCESS_READ or EXO_ACCESS_RW */
     uint64_t park_addr;         /* reserved parking slot, 0 if none */
     enum exo_lock_mode lock;    /* lock this process holds on it */
 };
@@ -79,7 +79,7 @@ void exo_pseg_put(struct space *s, struct pseg *ps);
  * `wait`). */
 int exo_space_switch(struct space *s, struct attachment *to, bool wait);
 
-/* Make one segment visible at its base (access 1 read, 2 read-write), or take it off. */
+/* Make one segment visible at its base (access EXO_ACCESS_READ or _RW), or take it off. */
 int exo_space_show(struct space *s, struct pseg *ps, int access);
 void exo_space_hide(struct space *s, struct pseg *ps);
 

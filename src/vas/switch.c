@@ -119,7 +119,7 @@ static void switch_out(struct space *s, struct pseg *ps)
     ps->where = PSEG_HIDDEN;
 }
 
-/* Put a segment on its base with the given access (1 read, 2 read-write). */
+/* Put a segment on its base with the given access (EXO_ACCESS_READ or EXO_ACCESS_RW). */
 int exo_space_show(struct space *s, struct pseg *ps, int access)
 {
     if (ps->where == PSEG_VISIBLE) {
@@ -144,7 +144,7 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
         }
         exo_os_hide(ps->park_addr, ps->size); /* the data is safe in the file */
     }
-    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->size, access == 2, true,
+    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->size, access == EXO_ACCESS_RW, true,
                                    ps->thp);
     if (rc) {
         exo_os_hide(ps->base, ps->size);
@@ -214,7 +214,7 @@ static int remap_all(struct space *s, struct attachment *from, struct attachment
     int rc = 0;
     if (to)
         for (unsigned i = 0; i < to->nsegs && !rc; i++)
-            rc = exo_space_show(s, to->segs[i].ps, to->segs[i].flags == SEG_RDONLY ? 1 : 2);
+            rc = exo_space_show(s, to->segs[i].ps, to->segs[i].flags);
     return rc;
 }
 

@@ -169,7 +169,7 @@ int exo_vas_fill_info(vasid_t vid, struct vas_info *info)
     for (uint32_t i = 0; i < rec.nsegs; i++) {
         struct exo_seg_rec seg;
         info->segs[i].sid = rec.segs[i].sid;
-        info->segs[i].flags = (int)rec.segs[i].flags;
+        info->segs[i].flags = exo_vas_rec_access(&rec.segs[i]);
         if (exo_seg_load(rec.segs[i].sid, &seg) == 0)
             snprintf(info->segs[i].name, sizeof info->segs[i].name, "%s", seg.name);
         else
@@ -237,7 +237,7 @@ EXO_API int seg_attach(vasid_t vid, segid_t sid, int flags)
         rc = exo_fail(EXO_ETOOMANY, "VAS '%s' lists %d segments already", rec.name,
                       VAS_SEGS_MAX);
     if (!rc) {
-        rec.segs[rec.nsegs++] = (struct exo_vas_rec_seg){sid, (uint32_t)flags, 0};
+        rec.segs[rec.nsegs++] = (struct exo_vas_rec_seg){sid, exo_vas_rec_flags(flags), 0};
         rc = exo_vas_rec_store(&rec);
     }
     exo_reg_unlock(lock);
@@ -299,7 +299,7 @@ int exo_vas_set_heap(vasid_t vid, segid_t sid)
     rc = -EXO_ENOENT;
     for (uint32_t i = 0; i < rec.nsegs; i++)
         if (rec.segs[i].sid == sid)
-            rc = rec.segs[i].flags == SEG_RDWR ? 0 : -EXO_EACCES;
+            rc = exo_vas_rec_access(&rec.segs[i]) == SEG_RDWR ? 0 : -EXO_EACCES;
     if (rc == -EXO_ENOENT)
         rc = exo_fail(EXO_ENOENT, "VAS '%s' does not list segment %llu", rec.name,
                       (unsigned long long)sid);

@@ -10,7 +10,7 @@ static void describe(const struct pseg *ps, uint64_t *base, uint64_t *size, bool
     if (size)
         *size = ps->size;
     if (writable)
-        *writable = ps->access == 2;
+        *writable = ps->access == EXO_ACCESS_RW;
 }
 
 int exo_vas_visible(segid_t sid, uint64_t *base, uint64_t *size, bool *writable)

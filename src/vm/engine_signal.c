@@ -19,11 +19,6 @@ static int install_rc;
  * a second fault there means the fault is not ours. */
 static __thread uintptr_t stale_addr __attribute__((tls_model("initial-exec")));
 
-static int access_to_os(int access)
-{
-    return access == EXO_VM_NOACCESS ? 0 : access == EXO_VM_READONLY ? 1 : 2;
-}
-
 /* Pass a fault on as if we had never been installed. */
 static void chain(int sig, siginfo_t *si, void *ctx)
 {
@@ -77,7 +72,7 @@ static exo_vm_action on_dirty_fault(struct exo_vm_region *r, uintptr_t addr)
         unsigned char expect = VM_PAGE_CLEAN;
         if (!atomic_compare_exchange_strong(&r->state[idx], &expect, VM_PAGE_DIRTYING))
             return EXO_VM_RESUME; /* another thread is on it: retry */
-        if (exo_os_protect(page, exo_vm_page(), 2) != 0) {
+        if (exo_os_protect(page, exo_vm_page(), EXO_ACCESS_RW) != 0) {
             atomic_store(&r->state[idx], VM_PAGE_CLEAN);
             return EXO_VM_DECLINE;
         }
@@ -146,9 +141,9 @@ int exo_vm_signal_create(struct exo_vm_region *r)
     if (!(r->flags & EXO_VM_TRACK_DIRTY))
         return 0; /* everything starts accessible: nothing to do */
     /* Every page clean: read-only until its first write. */
-    int rc = exo_os_protect(r->base, r->len, 1);
+    int rc = exo_os_protect(r->base, r->len, EXO_ACCESS_READ);
     if (rc) {
-        exo_os_protect(r->base, r->len, 2);
+        exo_os_protect(r->base, r->len, EXO_ACCESS_RW);
         return exo_vm_fail(rc, "signal engine: cannot write-protect region %#lx+%#zx",
                        (unsigned long)r->base, r->len);
     }
@@ -158,7 +153,7 @@ int exo_vm_signal_create(struct exo_vm_region *r)
 void exo_vm_signal_destroy(struct exo_vm_region *r)
 {
     if (r->flags & EXO_VM_TRACK_DIRTY) {
-        exo_os_protect(r->base, r->len, 2);
+        exo_os_protect(r->base, r->len, EXO_ACCESS_RW);
         return;
     }
     /* Only the pages we changed: the memory around them keeps its own protection. */
@@ -170,7 +165,7 @@ void exo_vm_signal_destroy(struct exo_vm_region *r)
         size_t j = i;
         while (j < r->npages && atomic_load(&r->state[j]) != r->max_access)
             j++;
-        exo_os_protect(r->base + i * exo_vm_page(), (j - i) * exo_vm_page(), access_to_os(r->max_access));
+        exo_os_protect(r->base + i * exo_vm_page(), (j - i) * exo_vm_page(), r->max_access);
         i = j;
     }
 }
@@ -178,7 +173,7 @@ void exo_vm_signal_destroy(struct exo_vm_region *r)
 int exo_vm_signal_protect(struct exo_vm_region *r, uintptr_t addr, size_t len, int access)
 {
     (void)r;
-    return exo_os_protect(addr, len, access_to_os(access));
+    return exo_os_protect(addr, len, access);
 }
 
 long exo_vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
@@ -197,9 +192,9 @@ long exo_vm_signal_dirty(struct exo_vm_region *r, exo_vm_dirty_fn fn, void *arg)
          * page and is seen by the callback below; a write after faults and dirties anew. */
         for (size_t k = i; k < j; k++)
             atomic_store(&r->state[k], VM_PAGE_CLEAN);
-        int rc = exo_os_protect(r->base + i * page, (j - i) * page, 1);
+        int rc = exo_os_protect(r->base + i * page, (j - i) * page, EXO_ACCESS_READ);
         if (rc) {
-            exo_os_protect(r->base + i * page, (j - i) * page, 2);
+            exo_os_protect(r->base + i * page, (j - i) * page, EXO_ACCESS_RW);
             for (size_t k = i; k < j; k++)
                 atomic_store(&r->state[k], VM_PAGE_DIRTY);
             return exo_vm_fail(rc, "signal engine: cannot re-protect %zu pages at %#lx (%s)", j - i,

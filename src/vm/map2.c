@@ -9,13 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static int access_to_os(int access, const char *which, int *os)
+static int check_access(int access, const char *which)
 {
-    switch (access) {
-    case EXO_VM_NOACCESS: *os = 0; return 0;
-    case EXO_VM_READONLY: *os = 1; return 0;
-    case EXO_VM_READWRITE: *os = 2; return 0;
-    }
+    if (access == EXO_VM_NOACCESS || access == EXO_VM_READONLY || access == EXO_VM_READWRITE)
+        return 0;
     return exo_vm_fail(EXO_EINVAL, "MAP2: access %d of view %s is not an EXO_VM_* value", access,
                    which);
 }
@@ -23,14 +20,14 @@ static int access_to_os(int access, const char *which, int *os)
 static int map_views(int fd, off_t off, size_t len, int access_a, int access_b,
                      exo_vm_map2 *out)
 {
-    int os_a = 0, os_b = 0, rc;
-    if ((rc = access_to_os(access_a, "a", &os_a)) || (rc = access_to_os(access_b, "b", &os_b)))
+    int rc;
+    if ((rc = check_access(access_a, "a")) || (rc = check_access(access_b, "b")))
         return rc;
     void *a, *b;
-    if ((rc = exo_os_map_shared(fd, off, len, os_a, &a)) != 0)
+    if ((rc = exo_os_map_shared(fd, off, len, access_a, &a)) != 0)
         return exo_vm_fail(rc, "MAP2: cannot map view a (%zu bytes at offset %lld): %s", len,
                        (long long)off, exomem_strerror(rc));
-    if ((rc = exo_os_map_shared(fd, off, len, os_b, &b)) != 0) {
+    if ((rc = exo_os_map_shared(fd, off, len, access_b, &b)) != 0) {
         exo_os_unmap((uintptr_t)a, len);
         return exo_vm_fail(rc, "MAP2: cannot map view b (%zu bytes at offset %lld): %s", len,
                        (long long)off, exomem_strerror(rc));

@@ -220,16 +220,16 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
     if (rc)
         return exo_vm_fail(rc, "region %#lx+%#zx: cannot read /proc/self/maps", (unsigned long)b,
                        len);
-    if (info.access == 0)
+    if (info.access == EXO_ACCESS_NONE)
         return exo_vm_fail(EXO_EINVAL, "region %#lx+%#zx: part of the memory is inaccessible "
                                    "(PROT_NONE); make it readable first", (unsigned long)b, len);
     exo_vm_engine engine;
     if ((rc = resolve_engine(opt, info.any_shared, &engine)) != 0)
         return rc;
-    if (info.access < 2 && engine != EXO_VM_ENGINE_SIGNAL)
+    if (info.access != EXO_ACCESS_RW && engine != EXO_VM_ENGINE_SIGNAL)
         return exo_vm_fail(EXO_EINVAL, "region %#lx+%#zx: the %s engine needs writable memory",
                        (unsigned long)b, len, exo_vm_engine_name(engine));
-    if (info.access < 2 && (opt->flags & EXO_VM_TRACK_DIRTY))
+    if (info.access != EXO_ACCESS_RW && (opt->flags & EXO_VM_TRACK_DIRTY))
         return exo_vm_fail(EXO_EINVAL, "region %#lx+%#zx: dirty tracking needs writable memory",
                        (unsigned long)b, len);
 
@@ -243,7 +243,7 @@ EXO_API int exo_vm_region_create(void *base, size_t len, const exo_vm_options *o
     r->flags = opt->flags;
     r->handler = opt->handler;
     r->arg = opt->arg;
-    r->max_access = info.access == 2 ? EXO_VM_READWRITE : EXO_VM_READONLY;
+    r->max_access = info.access == EXO_ACCESS_RW ? EXO_VM_READWRITE : EXO_VM_READONLY;
     r->uffd = r->stop_fd = r->pagemap_fd = -1;
     atomic_flag_clear(&r->lock);
     pthread_mutex_init(&r->dirty_lock, NULL);
@@ -540,7 +540,7 @@ exo_vm_action exo_vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f)
     if (r->engine == EXO_VM_ENGINE_UFFD)
         rc = exo_os_uffd_wp(r->uffd, (uintptr_t)f->page, exo_vm_page(), false, true);
     else
-        rc = exo_os_protect((uintptr_t)f->page, exo_vm_page(), 2);
+        rc = exo_os_protect((uintptr_t)f->page, exo_vm_page(), EXO_VM_READWRITE);
     if (rc == 0) {
         memcpy(f->page, f->redirect, exo_vm_page());
         if (prot != EXO_VM_READWRITE) {
@@ -548,7 +548,7 @@ exo_vm_action exo_vm_run_handler(struct exo_vm_region *r, exo_vm_fault *f)
             if (r->engine == EXO_VM_ENGINE_UFFD)
                 rc = exo_os_uffd_wp(r->uffd, (uintptr_t)f->page, exo_vm_page(), true, true);
             else
-                rc = exo_os_protect((uintptr_t)f->page, exo_vm_page(), prot == EXO_VM_NOACCESS ? 0 : 1);
+                rc = exo_os_protect((uintptr_t)f->page, exo_vm_page(), prot);
         }
         atomic_store(&r->state[idx], (unsigned char)prot);
     }

@@ -98,7 +98,7 @@ static const struct seg_backing *backing_of(const struct registry_snapshot *s, s
 
 static const char *access_str(int flags)
 {
-    return (flags & SEG_RDONLY) ? "ro" : "rw";
+    return flags == SEG_RDONLY ? "ro" : "rw";
 }
 
 /* Exact sizes only: "1G", "512M", "4K", else plain bytes (never a rounded figure). */
@@ -302,6 +302,13 @@ static void json_common(FILE *out, uint64_t id, const char *name, mode_t mode, u
     fprintf(out, ", \"created\": %" PRId64, created);
 }
 
+/* The JSON's "flags" keep the numbers they were first published with (1 no reserve, 2 THP),
+ * whatever values the C constants have. */
+static unsigned json_flags(unsigned seg_flags)
+{
+    return ((seg_flags & SEG_NORESERVE) ? 1u : 0u) | ((seg_flags & SEG_THP) ? 2u : 0u);
+}
+
 static void json_ref(FILE *out, int first, uint64_t id, const char *name, int flags)
 {
     fprintf(out, "%s{\"id\": %" PRIu64 ", \"name\": ", first ? "" : ", ", id);
@@ -315,7 +322,7 @@ void print_seg_json(const struct seg_info *si, const struct registry_snapshot *s
     json_common(out, si->id, si->name, si->mode, si->uid, si->gid, si->created);
     fprintf(out, ", \"base\": %" PRIu64 ", \"base_hex\": \"%#" PRIx64 "\", \"size\": %" PRIu64
             ", \"page_size\": %" PRIu64 ", \"flags\": %u, \"noreserve\": %s, ",
-            si->base, si->base, si->size, si->page_size, si->flags,
+            si->base, si->base, si->size, si->page_size, json_flags(si->flags),
             (si->flags & SEG_NORESERVE) ? "true" : "false");
     char page[24];
     fmt_page(si, page, sizeof page);
