@@ -82,18 +82,32 @@ void exo_clear_error(void)
     last_detail[0] = '\0';
 }
 
-int exo_fail(int code, const char *fmt, ...)
+static int record_failure(int code, const char *fmt, va_list ap)
 {
     if (code < 0)
         code = -code;
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
+    if (fmt)
         vsnprintf(last_detail, sizeof last_detail, fmt, ap);
-        va_end(ap);
-    } else {
+    else
         snprintf(last_detail, sizeof last_detail, "%s", exomem_strerror(code));
-    }
     errno = exomem_errno(code);
     return -code;
+}
+
+int exo_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = record_failure(code, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+EXO_API int exomem_set_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = record_failure(code, fmt, ap);
+    va_end(ap);
+    return rc;
 }

@@ -558,8 +558,46 @@ static void test_owner_death(void)
     munmap(region, HEAP_SIZE);
 }
 
+/* The public face of the same heap (alloc.h: seg_heap_*): codes, errno and a message. */
+static void test_public_api(void)
+{
+    void *region = region_new(HEAP_SIZE);
+    seg_heap *h = NULL;
+    CHECK_ERR(seg_heap_open(region, 64, &h), EXO_EINVAL);
+    CHECK(strstr(exomem_last_error(), "cannot hold a heap") != NULL);
+    CHECK_ERR(seg_heap_open(NULL, HEAP_SIZE, &h), EXO_EINVAL);
+    ((char *)region)[100] = 1;
+    CHECK_ERR(seg_heap_open(region, HEAP_SIZE, &h), EXO_ECORRUPT);
+    ((char *)region)[100] = 0;
+    CHECK_OK(seg_heap_open(region, HEAP_SIZE, &h));
+    char *p = seg_heap_malloc(h, 100);
+    CHECK(p != NULL && seg_heap_owns(h, p) && !seg_heap_owns(h, &h));
+    memset(p, 0xab, 100);
+    errno = 0;
+    CHECK(seg_heap_malloc(h, HEAP_SIZE) == NULL);
+    CHECK_EQ(errno, ENOMEM);
+    CHECK_EQ(seg_heap_last_code(), -EXO_ENOMEM);
+    CHECK(strstr(exomem_last_error(), "no free space") != NULL);
+    struct seg_heap_stats st;
+    CHECK_OK(seg_heap_check(h, &st));
+    CHECK_EQ(st.allocations, 1);
+    CHECK_OK(seg_heap_free(h, p));
+    CHECK_ERR(seg_heap_free(h, p), EXO_EINVAL);
+    CHECK_OK(seg_heap_free(h, NULL));
+    CHECK_OK(seg_heap_check(h, &st));
+    CHECK_EQ(st.allocations, 0);
+    /* Reopened, it is the same heap, not a new one. */
+    char *q = seg_heap_malloc(h, 64);
+    CHECK(q != NULL);
+    CHECK_OK(seg_heap_open(region, HEAP_SIZE, &h));
+    CHECK_OK(seg_heap_check(h, &st));
+    CHECK_EQ(st.allocations, 1);
+    munmap(region, HEAP_SIZE);
+}
+
 int main(void)
 {
+    test_public_api();
     test_basic();
     test_realloc();
     test_memalign();

@@ -9,8 +9,8 @@
  * handler is safe in signal context (signal engine) as on the uffd handler thread.
  */
 #include "ckpt.h"
-#include "internal.h"
-#include "os/os.h"
+#include <exomem/error.h>
+#include "app_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,7 +129,7 @@ static size_t page_of_slot(const struct ckpt *c, size_t slot)
 
 static int save_pages(struct ckpt *c, size_t idx, size_t slot, size_t n)
 {
-    return exo_os_pwrite_all(c->fd, c->base + idx * c->ps, n * c->ps,
+    return app_pwrite_all(c->fd, c->base + idx * c->ps, n * c->ps,
                              (off_t)(c->data_off + slot * c->ps));
 }
 
@@ -192,7 +192,7 @@ static int write_manifest(struct ckpt *c, const uint64_t *chain, unsigned n)
     snprintf(path, sizeof path, "%s/MANIFEST", c->dir);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return exo_fail(EXO_EIO, "ckpt: cannot write %s: %s", tmp, strerror(errno));
+        return exomem_set_error(EXO_EIO, "ckpt: cannot write %s: %s", tmp, strerror(errno));
     fprintf(f, "%s %zu\n", MANIFEST_HEAD, c->len);
     for (unsigned i = 0; i < n; i++)
         fprintf(f, "ckpt-%06llu.dat\n", (unsigned long long)chain[i]);
@@ -200,7 +200,7 @@ static int write_manifest(struct ckpt *c, const uint64_t *chain, unsigned n)
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
-        return exo_fail(EXO_EIO, "ckpt: cannot write %s: %s", path, strerror(errno));
+        return exomem_set_error(EXO_EIO, "ckpt: cannot write %s: %s", path, strerror(errno));
     }
     if (c->flags & CKPT_FSYNC) {
         int dfd = open(c->dir, O_RDONLY | O_DIRECTORY);
@@ -218,14 +218,14 @@ static int finish_checkpoint(struct ckpt *c)
 {
     int rc = atomic_load(&c->error);
     if (rc == 0 && (c->flags & CKPT_FSYNC) && fsync(c->fd) != 0)
-        rc = exo_fail(EXO_EIO, "ckpt: fsync: %s", strerror(errno));
+        rc = exomem_set_error(EXO_EIO, "ckpt: fsync: %s", strerror(errno));
     close(c->fd);
     c->fd = -1;
     if (rc == 0 && c->chain_len + 1 > c->chain_cap) {
         unsigned cap = c->chain_cap ? 2 * c->chain_cap : 16;
         uint64_t *ch = realloc(c->chain, cap * sizeof *ch);
         if (!ch)
-            rc = exo_fail(EXO_ENOMEM, "ckpt: chain of %u checkpoints", cap);
+            rc = exomem_set_error(EXO_ENOMEM, "ckpt: chain of %u checkpoints", cap);
         else
             c->chain = ch, c->chain_cap = cap;
     }
@@ -286,7 +286,7 @@ static int prepare_checkpoint(struct ckpt *c, enum ckpt_kind kind)
             n += (size_t)__builtin_popcountll(atomic_load(&c->dirty[w]));
         c->index = malloc((n ? n : 1) * sizeof *c->index);
         if (!c->index)
-            return exo_fail(EXO_ENOMEM, "ckpt: index of %zu pages", n);
+            return exomem_set_error(EXO_ENOMEM, "ckpt: index of %zu pages", n);
         size_t k = 0;
         for (size_t w = 0; w < words; w++) {
             uint64_t bits = atomic_exchange(&c->dirty[w], 0);
@@ -307,7 +307,7 @@ static int prepare_checkpoint(struct ckpt *c, enum ckpt_kind kind)
     file_path(c, c->seq, path, sizeof path);
     c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (c->fd < 0)
-        return exo_fail(EXO_EIO, "ckpt: cannot create %s: %s", path, strerror(errno));
+        return exomem_set_error(EXO_EIO, "ckpt: cannot create %s: %s", path, strerror(errno));
     size_t index_bytes = c->index ? c->nslots * sizeof *c->index : 0;
     c->data_off = (sizeof(struct file_header) + index_bytes + c->ps - 1) / c->ps * c->ps;
     struct file_header h = {
@@ -317,11 +317,11 @@ static int prepare_checkpoint(struct ckpt *c, enum ckpt_kind kind)
     };
     h.header_hash = header_hash(&h);
     if (ftruncate(c->fd, (off_t)(c->data_off + c->nslots * c->ps)) != 0 ||
-        exo_os_pwrite_all(c->fd, &h, sizeof h, 0) != 0 ||
-        (index_bytes && exo_os_pwrite_all(c->fd, c->index, index_bytes, sizeof h) != 0)) {
+        app_pwrite_all(c->fd, &h, sizeof h, 0) != 0 ||
+        (index_bytes && app_pwrite_all(c->fd, c->index, index_bytes, sizeof h) != 0)) {
         close(c->fd);
         unlink(path);
-        return exo_fail(EXO_EIO, "ckpt: cannot write %s: %s", path, strerror(errno));
+        return exomem_set_error(EXO_EIO, "ckpt: cannot write %s: %s", path, strerror(errno));
     }
     return 0;
 }
@@ -339,7 +339,7 @@ static int protect_set(struct ckpt *c)
         return 0;
     void **pages = malloc(c->nslots * sizeof *pages);
     if (!pages)
-        return exo_fail(EXO_ENOMEM, "ckpt: page list of %zu", c->nslots);
+        return exomem_set_error(EXO_ENOMEM, "ckpt: page list of %zu", c->nslots);
     for (size_t s = 0; s < c->nslots; s++)
         pages[s] = c->base + c->index[s] * c->ps;
     int rc = exo_vm_protn(c->region, pages, c->nslots, EXO_VM_READONLY);
@@ -396,13 +396,13 @@ static void close_gate(struct ckpt *c)
 static int check_kind(struct ckpt *c, enum ckpt_kind kind)
 {
     if (kind != CKPT_FULL && kind != CKPT_INCREMENTAL)
-        return exo_fail(EXO_EINVAL, "ckpt: unknown kind %d", (int)kind);
+        return exomem_set_error(EXO_EINVAL, "ckpt: unknown kind %d", (int)kind);
     if (kind == CKPT_INCREMENTAL && !(c->flags & CKPT_TRACK))
-        return exo_fail(EXO_EINVAL, "ckpt: incremental checkpoints need CKPT_TRACK");
+        return exomem_set_error(EXO_EINVAL, "ckpt: incremental checkpoints need CKPT_TRACK");
     if (kind == CKPT_INCREMENTAL && c->chain_len == 0)
-        return exo_fail(EXO_EINVAL, "ckpt: incremental checkpoint without a base");
+        return exomem_set_error(EXO_EINVAL, "ckpt: incremental checkpoint without a base");
     if (c->copier_started && !atomic_load(&c->done))
-        return exo_fail(EXO_EBUSY, "ckpt: a checkpoint is still being written");
+        return exomem_set_error(EXO_EBUSY, "ckpt: a checkpoint is still being written");
     if (c->copier_started) {
         pthread_join(c->copier, NULL);
         c->copier_started = false;
@@ -539,18 +539,18 @@ int ckpt_create(void *base, size_t len, const char *dir, const struct ckpt_optio
     *out = NULL;
     size_t ps = exo_vm_page_size();
     if (!base || len == 0 || len % ps || (uintptr_t)base % ps)
-        return exo_fail(EXO_EALIGN, "ckpt: region %p+%zu is not page-aligned", base, len);
+        return exomem_set_error(EXO_EALIGN, "ckpt: region %p+%zu is not page-aligned", base, len);
     struct ckpt *c = calloc(1, sizeof *c);
     if (!c)
-        return exo_fail(EXO_ENOMEM, "ckpt: out of memory");
+        return exomem_set_error(EXO_ENOMEM, "ckpt: out of memory");
     if (snprintf(c->dir, sizeof c->dir, "%s", dir) >= (int)sizeof c->dir) {
         free(c);
-        return exo_fail(EXO_ENAMETOOLONG, "ckpt: directory name too long");
+        return exomem_set_error(EXO_ENAMETOOLONG, "ckpt: directory name too long");
     }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         int e = errno;
         free(c);
-        return exo_fail(EXO_EIO, "ckpt: cannot create %s: %s", dir, strerror(e));
+        return exomem_set_error(EXO_EIO, "ckpt: cannot create %s: %s", dir, strerror(e));
     }
     c->base = base, c->len = len, c->ps = ps, c->npages = len / ps, c->fd = -1;
     c->flags = opt ? opt->flags : 0;
@@ -560,7 +560,7 @@ int ckpt_create(void *base, size_t len, const char *dir, const struct ckpt_optio
     if (!c->dirty || !c->state) {
         size_t npages = c->npages;
         free(c->dirty), free(c->state), free(c);
-        return exo_fail(EXO_ENOMEM, "ckpt: page maps for %zu pages", npages);
+        return exomem_set_error(EXO_ENOMEM, "ckpt: page maps for %zu pages", npages);
     }
     continue_numbering(c);
     exo_vm_options vo = {.engine = opt ? opt->engine : EXO_VM_ENGINE_AUTO,
@@ -591,40 +591,40 @@ static int apply_file(const char *path, char *base, size_t len, size_t ps, int k
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return exo_fail(EXO_ECORRUPT, "ckpt: chain file %s: %s", path, strerror(errno));
+        return exomem_set_error(EXO_ECORRUPT, "ckpt: chain file %s: %s", path, strerror(errno));
     struct file_header h;
     struct stat sb;
     uint64_t *index = NULL;
     int rc = 0;
-    if (exo_os_pread_all(fd, &h, sizeof h, 0) != 0 || fstat(fd, &sb) != 0 ||
+    if (app_pread_all(fd, &h, sizeof h, 0) != 0 || fstat(fd, &sb) != 0 ||
         h.magic != FILE_MAGIC || h.header_hash != header_hash(&h) || h.kind != (uint32_t)kind) {
-        rc = exo_fail(EXO_ECORRUPT, "ckpt: %s is not a valid checkpoint file", path);
+        rc = exomem_set_error(EXO_ECORRUPT, "ckpt: %s is not a valid checkpoint file", path);
     } else if (h.version != FILE_VERSION) {
-        rc = exo_fail(EXO_EVERSION, "ckpt: %s has format version %u", path, h.version);
+        rc = exomem_set_error(EXO_EVERSION, "ckpt: %s has format version %u", path, h.version);
     } else if (h.region_len != len) {
-        rc = exo_fail(EXO_ESIZE, "ckpt: %s is of a %llu-byte region, not %zu", path,
+        rc = exomem_set_error(EXO_ESIZE, "ckpt: %s is of a %llu-byte region, not %zu", path,
                       (unsigned long long)h.region_len, len);
     } else if (h.npages > len / ps || (uint64_t)sb.st_size != h.data_off + h.npages * ps ||
                (kind == CKPT_FULL && h.npages != len / ps)) {
-        rc = exo_fail(EXO_ECORRUPT, "ckpt: %s is truncated or has a bad page count", path);
+        rc = exomem_set_error(EXO_ECORRUPT, "ckpt: %s is truncated or has a bad page count", path);
     }
     if (rc == 0 && kind == CKPT_INCREMENTAL) {
         index = malloc(h.npages ? h.npages * sizeof *index : 1);
         if (!index)
-            rc = exo_fail(EXO_ENOMEM, "ckpt: index of %s", path);
-        else if (exo_os_pread_all(fd, index, h.npages * sizeof *index, sizeof h) != 0 ||
+            rc = exomem_set_error(EXO_ENOMEM, "ckpt: index of %s", path);
+        else if (app_pread_all(fd, index, h.npages * sizeof *index, sizeof h) != 0 ||
                  hash_bytes(index, h.npages * sizeof *index) != h.index_hash)
-            rc = exo_fail(EXO_ECORRUPT, "ckpt: %s has a damaged page index", path);
+            rc = exomem_set_error(EXO_ECORRUPT, "ckpt: %s has a damaged page index", path);
         for (uint64_t i = 0; rc == 0 && i < h.npages; i++)
             if (index[i] >= len / ps || (i > 0 && index[i] <= index[i - 1]))
-                rc = exo_fail(EXO_ECORRUPT, "ckpt: %s has a damaged page index", path);
+                rc = exomem_set_error(EXO_ECORRUPT, "ckpt: %s has a damaged page index", path);
     }
     for (uint64_t s = 0; rc == 0 && s < h.npages;) {
         uint64_t idx0 = index ? index[s] : s, n = 1;
         while (s + n < h.npages && (index ? index[s + n] : s + n) == idx0 + n && n < 4096)
             n++;
-        if (exo_os_pread_all(fd, base + idx0 * ps, n * ps, h.data_off + s * ps) != 0)
-            rc = exo_fail(EXO_ECORRUPT, "ckpt: %s: short read", path);
+        if (app_pread_all(fd, base + idx0 * ps, n * ps, h.data_off + s * ps) != 0)
+            rc = exomem_set_error(EXO_ECORRUPT, "ckpt: %s: short read", path);
         s += n;
     }
     free(index);
@@ -636,24 +636,24 @@ int ckpt_restore(const char *dir, void *base, size_t len, unsigned upto)
 {
     size_t ps = exo_vm_page_size();
     if (!base || len == 0 || len % ps || (uintptr_t)base % ps)
-        return exo_fail(EXO_EALIGN, "ckpt: region %p+%zu is not page-aligned", base, len);
+        return exomem_set_error(EXO_EALIGN, "ckpt: region %p+%zu is not page-aligned", base, len);
     char path[PATH_MAX], line[PATH_MAX];
     snprintf(path, sizeof path, "%s/MANIFEST", dir);
     FILE *f = fopen(path, "r");
     if (!f)
-        return exo_fail(EXO_ENOENT, "ckpt: no manifest %s: %s", path, strerror(errno));
+        return exomem_set_error(EXO_ENOENT, "ckpt: no manifest %s: %s", path, strerror(errno));
     size_t mlen = 0;
     int rc = 0;
     if (!fgets(line, sizeof line, f) || sscanf(line, MANIFEST_HEAD " %zu", &mlen) != 1)
-        rc = exo_fail(EXO_ECORRUPT, "ckpt: %s is not a checkpoint manifest", path);
+        rc = exomem_set_error(EXO_ECORRUPT, "ckpt: %s is not a checkpoint manifest", path);
     else if (mlen != len)
-        rc = exo_fail(EXO_ESIZE, "ckpt: the chain in %s is of a %zu-byte region, not %zu",
+        rc = exomem_set_error(EXO_ESIZE, "ckpt: the chain in %s is of a %zu-byte region, not %zu",
                       dir, mlen, len);
     unsigned n = 0;
     while (rc == 0 && (upto == 0 || n < upto) && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         if (strchr(line, '/') || line[0] == 0) {
-            rc = exo_fail(EXO_ECORRUPT, "ckpt: bad manifest entry '%s'", line);
+            rc = exomem_set_error(EXO_ECORRUPT, "ckpt: bad manifest entry '%s'", line);
             break;
         }
         char file[PATH_MAX + 8];
@@ -663,6 +663,6 @@ int ckpt_restore(const char *dir, void *base, size_t len, unsigned upto)
     }
     fclose(f);
     if (rc == 0 && n == 0)
-        rc = exo_fail(EXO_ECORRUPT, "ckpt: the manifest in %s lists no checkpoint", dir);
+        rc = exomem_set_error(EXO_ECORRUPT, "ckpt: the manifest in %s lists no checkpoint", dir);
     return rc;
 }

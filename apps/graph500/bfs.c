@@ -2,18 +2,18 @@
  * TEPS statistic. The frontier of one level is a slice of a single queue array: the next
  * level is appended behind it, so each vertex enters the queue once. */
 #include "graph500.h"
+#include <exomem/error.h>
 
-#include "internal.h"
 
 int g500_bfs(const struct g500_csr *g, int64_t key, int64_t *parent,
              const struct g500_allocator *a)
 {
     if (!g || !parent || !a || key < 0 || key >= g->nvertices)
-        return exo_fail(EXO_EINVAL, "graph500: bad BFS arguments (key %lld)", (long long)key);
+        return exomem_set_error(EXO_EINVAL, "graph500: bad BFS arguments (key %lld)", (long long)key);
     int64_t n = g->nvertices;
     int64_t *queue = a->alloc(a->ctx, (size_t)n * sizeof *queue);
     if (!queue)
-        return exo_fail(EXO_ENOMEM, "graph500: no memory for the BFS queue");
+        return exomem_set_error(EXO_ENOMEM, "graph500: no memory for the BFS queue");
     for (int64_t v = 0; v < n; v++)
         parent[v] = -1;
     parent[key] = key;
@@ -41,7 +41,7 @@ int g500_bfs(const struct g500_csr *g, int64_t key, int64_t *parent,
 int g500_choose_keys(const struct g500_csr *g, int nkeys, uint64_t seed, int64_t *keys)
 {
     if (!g || !keys || nkeys < 0)
-        return exo_fail(EXO_EINVAL, "graph500: bad key arguments");
+        return exomem_set_error(EXO_EINVAL, "graph500: bad key arguments");
     int64_t candidates = 0;
     for (int64_t v = 0; v < g->nvertices; v++)
         candidates += g500_degree(g, v) > 0;

@@ -2,8 +2,8 @@
  * directions; self-loops are dropped while counting and duplicates by sorting each
  * neighbour list and compacting it in place. */
 #include "graph500.h"
+#include <exomem/error.h>
 
-#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +18,16 @@ int g500_csr_build(const struct g500_edgelist *el, const struct g500_allocator *
                    struct g500_csr *out)
 {
     if (!el || !a || !out || el->nvertices < 1 || el->nedges < 0)
-        return exo_fail(EXO_EINVAL, "graph500: bad edge list");
+        return exomem_set_error(EXO_EINVAL, "graph500: bad edge list");
     int64_t n = el->nvertices;
     for (int64_t i = 0; i < el->nedges; i++) {
         const struct g500_edge *e = &el->edges[i];
         if (e->u < 0 || e->u >= n || e->v < 0 || e->v >= n)
-            return exo_fail(EXO_EINVAL, "graph500: edge %lld out of range", (long long)i);
+            return exomem_set_error(EXO_EINVAL, "graph500: edge %lld out of range", (long long)i);
     }
     int64_t *offsets = a->alloc(a->ctx, (size_t)(n + 1) * sizeof *offsets);
     if (!offsets)
-        return exo_fail(EXO_ENOMEM, "graph500: no memory for CSR offsets");
+        return exomem_set_error(EXO_ENOMEM, "graph500: no memory for CSR offsets");
     memset(offsets, 0, (size_t)(n + 1) * sizeof *offsets);
     /* Count into offsets[v + 1], prefix-sum, then fill using offsets[v] as the cursor. */
     for (int64_t i = 0; i < el->nedges; i++) {
@@ -43,7 +43,7 @@ int g500_csr_build(const struct g500_edgelist *el, const struct g500_allocator *
     if (!adj) {
         if (a->release)
             a->release(a->ctx, offsets);
-        return exo_fail(EXO_ENOMEM, "graph500: no memory for %lld neighbours",
+        return exomem_set_error(EXO_ENOMEM, "graph500: no memory for %lld neighbours",
                         (long long)offsets[n]);
     }
     for (int64_t i = 0; i < el->nedges; i++) {

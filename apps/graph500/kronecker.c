@@ -3,8 +3,8 @@
  * permuted and the edge list shuffled, so that neither locality nor order gives anything
  * away. Every random number comes from seeded splitmix64 streams: a seed fixes the graph. */
 #include "graph500.h"
+#include <exomem/error.h>
 
-#include "internal.h"
 
 #include <stdlib.h>
 
@@ -64,7 +64,7 @@ int g500_generate(int scale, int edgefactor, uint64_t seed, const struct g500_al
                   struct g500_edgelist *out)
 {
     if (scale < 1 || scale > G500_SCALE_MAX || edgefactor < 1 || !a || !out)
-        return exo_fail(EXO_EINVAL, "graph500: scale %d, edgefactor %d", scale, edgefactor);
+        return exomem_set_error(EXO_EINVAL, "graph500: scale %d, edgefactor %d", scale, edgefactor);
     int64_t n = INT64_C(1) << scale;
     int64_t m = n * edgefactor;
     struct g500_edge *edges = a->alloc(a->ctx, (size_t)m * sizeof *edges);
@@ -74,7 +74,7 @@ int g500_generate(int scale, int edgefactor, uint64_t seed, const struct g500_al
             a->release(a->ctx, perm);
             a->release(a->ctx, edges);
         }
-        return exo_fail(EXO_ENOMEM, "graph500: no memory for %lld edges", (long long)m);
+        return exomem_set_error(EXO_ENOMEM, "graph500: no memory for %lld edges", (long long)m);
     }
     for (int64_t i = 0; i < m; i++)
         edges[i] = kronecker_edge(scale, seed, i);

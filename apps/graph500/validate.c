@@ -2,8 +2,8 @@
  * below the key); the input edge list, not the CSR graph the search used, is the reference
  * for the checks that involve edges, so that a CSR bug cannot hide itself. */
 #include "graph500.h"
+#include <exomem/error.h>
 
-#include "internal.h"
 
 #include <string.h>
 
@@ -64,7 +64,7 @@ int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *pa
                   const struct g500_allocator *a, int64_t *component_edges)
 {
     if (!el || !parent || !a || key < 0 || key >= el->nvertices)
-        return exo_fail(EXO_EINVAL, "graph500: bad validation arguments");
+        return exomem_set_error(EXO_EINVAL, "graph500: bad validation arguments");
     int64_t n = el->nvertices;
     int64_t *level = a->alloc(a->ctx, (size_t)n * sizeof *level);
     unsigned char *parent_edge_seen = a->alloc(a->ctx, (size_t)n);
@@ -73,7 +73,7 @@ int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *pa
             a->release(a->ctx, parent_edge_seen);
             a->release(a->ctx, level);
         }
-        return exo_fail(EXO_ENOMEM, "graph500: no memory for validation");
+        return exomem_set_error(EXO_ENOMEM, "graph500: no memory for validation");
     }
     memset(parent_edge_seen, 0, (size_t)n);
     int failed = g500_tree_levels(n, key, parent, level);
@@ -90,7 +90,7 @@ int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *pa
     for (int64_t i = 0; i < el->nedges; i++) {
         int64_t u = el->edges[i].u, v = el->edges[i].v;
         if (u < 0 || u >= n || v < 0 || v >= n) {
-            rc = exo_fail(EXO_EINVAL, "graph500: edge %lld out of range", (long long)i);
+            rc = exomem_set_error(EXO_EINVAL, "graph500: edge %lld out of range", (long long)i);
             break;
         }
         int reached_u = parent[u] >= 0, reached_v = parent[v] >= 0;

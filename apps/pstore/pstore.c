@@ -12,8 +12,8 @@
  * idempotent: a crash during replay replays again).
  */
 #include "pstore_int.h"
-#include "internal.h"
-#include "os/os.h"
+#include <exomem/error.h>
+#include "app_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,16 +77,16 @@ static uint64_t header_hash(const struct pstore_header *h)
 static int read_header(int fd, const char *path, struct pstore_header *h)
 {
     struct stat sb;
-    if (exo_os_pread_all(fd, h, sizeof *h, 0) != 0 || fstat(fd, &sb) != 0)
-        return exo_fail(EXO_ECORRUPT, "pstore %s: cannot read the header", path);
+    if (app_pread_all(fd, h, sizeof *h, 0) != 0 || fstat(fd, &sb) != 0)
+        return exomem_set_error(EXO_ECORRUPT, "pstore %s: cannot read the header", path);
     if (h->magic != PSTORE_MAGIC || h->hash != header_hash(h))
-        return exo_fail(EXO_ECORRUPT, "pstore %s: not a store (bad magic or header checksum)",
+        return exomem_set_error(EXO_ECORRUPT, "pstore %s: not a store (bad magic or header checksum)",
                         path);
     if (h->version != PSTORE_VERSION)
-        return exo_fail(EXO_EVERSION, "pstore %s: format version %u", path, h->version);
+        return exomem_set_error(EXO_EVERSION, "pstore %s: format version %u", path, h->version);
     if (h->page_size != exo_vm_page_size() || h->base % h->page_size ||
         h->size % h->page_size || h->size < MIN_SIZE || (uint64_t)sb.st_size != h->size)
-        return exo_fail(EXO_ECORRUPT, "pstore %s: size %llu or base %#llx is inconsistent "
+        return exomem_set_error(EXO_ECORRUPT, "pstore %s: size %llu or base %#llx is inconsistent "
                         "(file has %lld bytes)", path, (unsigned long long)h->size,
                         (unsigned long long)h->base, (long long)sb.st_size);
     return 0;
@@ -98,7 +98,7 @@ static int discard_log(int lfd, struct pstore_stats *st)
 {
     st->recovered = -1;
     if (ftruncate(lfd, 0) != 0 || fsync(lfd) != 0)
-        return exo_fail(EXO_EIO, "pstore: cannot empty the log: %s", strerror(errno));
+        return exomem_set_error(EXO_EIO, "pstore: cannot empty the log: %s", strerror(errno));
     return 0;
 }
 
@@ -108,7 +108,7 @@ static int recover(int fd, int lfd, const char *log_path, const struct pstore_he
 {
     struct stat sb;
     if (fstat(lfd, &sb) != 0)
-        return exo_fail(EXO_EIO, "pstore %s: %s", log_path, strerror(errno));
+        return exomem_set_error(EXO_EIO, "pstore %s: %s", log_path, strerror(errno));
     st->recovered = 0;
     if (sb.st_size == 0)
         return 0;
@@ -116,42 +116,42 @@ static int recover(int fd, int lfd, const char *log_path, const struct pstore_he
     uint64_t total = sh->size / ps;
     struct log_header lh;
     struct log_commit lc;
-    if (exo_os_pread_all(lfd, &lh, sizeof lh, 0) != 0 || lh.magic != LOG_MAGIC ||
+    if (app_pread_all(lfd, &lh, sizeof lh, 0) != 0 || lh.magic != LOG_MAGIC ||
         lh.hash != hash64(&lh, offsetof(struct log_header, hash), HSEED) ||
         lh.npages > total || lh.data_off % ps)
         return discard_log(lfd, st); /* torn before anything was durable */
     uint64_t end = lh.data_off + lh.npages * ps;
     if ((uint64_t)sb.st_size < end + sizeof lc ||
-        exo_os_pread_all(lfd, &lc, sizeof lc, (off_t)end) != 0 || lc.magic != COMMIT_MAGIC || lc.npages != lh.npages ||
+        app_pread_all(lfd, &lc, sizeof lc, (off_t)end) != 0 || lc.magic != COMMIT_MAGIC || lc.npages != lh.npages ||
         lc.hash != hash64(&lc, offsetof(struct log_commit, hash), HSEED))
         return discard_log(lfd, st); /* no commit record: the file was not touched */
 
     /* The commit record is there: the log must be whole, else the file may be half-way. */
     if (lh.base != sh->base || lh.size != sh->size)
-        return exo_fail(EXO_ECORRUPT, "pstore %s: the log is of another store", log_path);
+        return exomem_set_error(EXO_ECORRUPT, "pstore %s: the log is of another store", log_path);
     size_t ebytes = lh.npages * sizeof(struct log_entry);
     struct log_entry *e = malloc(ebytes ? ebytes : 1);
     char *page = malloc(ps);
     int rc = 0;
     if (!e || !page) {
-        rc = exo_fail(EXO_ENOMEM, "pstore: recovery buffers");
-    } else if (exo_os_pread_all(lfd, e, ebytes, sizeof lh) != 0 ||
+        rc = exomem_set_error(EXO_ENOMEM, "pstore: recovery buffers");
+    } else if (app_pread_all(lfd, e, ebytes, sizeof lh) != 0 ||
                hash64(e, ebytes, hash64(&lh, sizeof lh, HSEED)) != lc.body_hash) {
-        rc = exo_fail(EXO_ECORRUPT, "pstore %s: committed log with a damaged page list",
+        rc = exomem_set_error(EXO_ECORRUPT, "pstore %s: committed log with a damaged page list",
                       log_path);
     }
     /* Verify every page before the file gets any of them; then apply. */
     for (int pass = 0; pass < 2 && rc == 0; pass++) {
         for (uint64_t i = 0; i < lh.npages && rc == 0; i++) {
             if (e[i].page >= total || (i && e[i].page <= e[i - 1].page)) {
-                rc = exo_fail(EXO_ECORRUPT, "pstore %s: bad page number in the log", log_path);
-            } else if (exo_os_pread_all(lfd, page, ps, lh.data_off + i * ps) != 0 ||
+                rc = exomem_set_error(EXO_ECORRUPT, "pstore %s: bad page number in the log", log_path);
+            } else if (app_pread_all(lfd, page, ps, lh.data_off + i * ps) != 0 ||
                        hash64(page, ps, HSEED) != e[i].sum) {
-                rc = exo_fail(EXO_ECORRUPT, "pstore %s: page %llu of a committed log fails its "
+                rc = exomem_set_error(EXO_ECORRUPT, "pstore %s: page %llu of a committed log fails its "
                               "checksum; refusing to open", log_path,
                               (unsigned long long)e[i].page);
-            } else if (pass == 1 && exo_os_pwrite_all(fd, page, ps, e[i].page * ps) != 0) {
-                rc = exo_fail(EXO_EIO, "pstore: replay: %s", strerror(errno));
+            } else if (pass == 1 && app_pwrite_all(fd, page, ps, e[i].page * ps) != 0) {
+                rc = exomem_set_error(EXO_EIO, "pstore: replay: %s", strerror(errno));
             }
         }
     }
@@ -160,9 +160,9 @@ static int recover(int fd, int lfd, const char *log_path, const struct pstore_he
     if (rc != 0)
         return rc;
     if (fsync(fd) != 0)
-        return exo_fail(EXO_EIO, "pstore: fsync: %s", strerror(errno));
+        return exomem_set_error(EXO_EIO, "pstore: fsync: %s", strerror(errno));
     if (ftruncate(lfd, 0) != 0 || fsync(lfd) != 0)
-        return exo_fail(EXO_EIO, "pstore: cannot empty the log: %s", strerror(errno));
+        return exomem_set_error(EXO_EIO, "pstore: cannot empty the log: %s", strerror(errno));
     st->recovered = 1;
     return 0;
 }
@@ -187,7 +187,7 @@ int pstore_open(const char *path, const struct pstore_options *opt, struct pstor
     *out = NULL;
     struct pstore *p = calloc(1, sizeof *p);
     if (!p)
-        return exo_fail(EXO_ENOMEM, "pstore: out of memory");
+        return exomem_set_error(EXO_ENOMEM, "pstore: out of memory");
     p->fd = p->log_fd = -1;
     p->ps = exo_vm_page_size();
     p->crash_point = opt ? opt->crash_point : 0;
@@ -197,16 +197,16 @@ int pstore_open(const char *path, const struct pstore_options *opt, struct pstor
     int rc = 0;
     struct pstore_header h;
     if (!p->path || !p->log_path) {
-        rc = exo_fail(EXO_ENOMEM, "pstore: out of memory");
+        rc = exomem_set_error(EXO_ENOMEM, "pstore: out of memory");
     } else if ((p->fd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
-        rc = exo_fail(errno == ENOENT ? EXO_ENOENT : errno == EACCES ? EXO_EACCES : EXO_EIO,
+        rc = exomem_set_error(errno == ENOENT ? EXO_ENOENT : errno == EACCES ? EXO_EACCES : EXO_EIO,
                       "pstore %s: %s", path, strerror(errno));
     } else if (flock(p->fd, LOCK_EX | LOCK_NB) != 0) {
-        rc = exo_fail(EXO_EBUSY, "pstore %s: open in another process", path);
+        rc = exomem_set_error(EXO_EBUSY, "pstore %s: open in another process", path);
     } else if ((rc = read_header(p->fd, path, &h)) == 0) {
         p->log_fd = open(p->log_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (p->log_fd < 0)
-            rc = exo_fail(EXO_EIO, "pstore %s: %s", p->log_path, strerror(errno));
+            rc = exomem_set_error(EXO_EIO, "pstore %s: %s", p->log_path, strerror(errno));
         else
             rc = recover(p->fd, p->log_fd, p->log_path, &h, &p->st);
     }
@@ -220,8 +220,8 @@ int pstore_open(const char *path, const struct pstore_options *opt, struct pstor
             if (m != MAP_FAILED)
                 munmap(m, p->size);
             rc = m == MAP_FAILED && e != EEXIST
-                     ? exo_fail(EXO_ENOMEM, "pstore %s: mmap at %p: %s", path, want, strerror(e))
-                     : exo_fail(EXO_EOVERLAP, "pstore %s: its address range %p-%p is taken by "
+                     ? exomem_set_error(EXO_ENOMEM, "pstore %s: mmap at %p: %s", path, want, strerror(e))
+                     : exomem_set_error(EXO_EOVERLAP, "pstore %s: its address range %p-%p is taken by "
                                 "another mapping in this process; the store's pointers need it",
                                 path, want, (char *)want + p->size);
         } else {
@@ -235,9 +235,9 @@ int pstore_open(const char *path, const struct pstore_options *opt, struct pstor
         rc = exo_vm_region_create(p->base, p->size, &vo, &p->region);
     }
     if (rc == 0 && !(p->pending = calloc((p->npages + 63) / 64, sizeof *p->pending)))
-        rc = exo_fail(EXO_ENOMEM, "pstore: dirty map");
+        rc = exomem_set_error(EXO_ENOMEM, "pstore: dirty map");
     if (rc == 0)
-        rc = exo_heap_open(p->base + p->ps, p->size - p->ps, &p->heap);
+        rc = seg_heap_open(p->base + p->ps, p->size - p->ps, &p->heap);
     if (rc != 0) {
         free_store(p);
         return rc;
@@ -257,22 +257,22 @@ int pstore_create(const char *path, uint64_t base, size_t size)
 {
     size_t ps = exo_vm_page_size();
     if (base == 0 || base % ps || size % ps)
-        return exo_fail(EXO_EALIGN, "pstore: base %#llx or size %zu not page-aligned",
+        return exomem_set_error(EXO_EALIGN, "pstore: base %#llx or size %zu not page-aligned",
                         (unsigned long long)base, size);
     if (size < MIN_SIZE || base + size < base || base + size > (UINT64_C(1) << 47))
-        return exo_fail(EXO_ESIZE, "pstore: size %zu (at least %llu) at %#llx", size,
+        return exomem_set_error(EXO_ESIZE, "pstore: size %zu (at least %llu) at %#llx", size,
                         (unsigned long long)MIN_SIZE, (unsigned long long)base);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
-        return exo_fail(errno == EEXIST ? EXO_EEXIST : EXO_EIO, "pstore %s: %s", path,
+        return exomem_set_error(errno == EEXIST ? EXO_EEXIST : EXO_EIO, "pstore %s: %s", path,
                         strerror(errno));
     struct pstore_header h = {.magic = PSTORE_MAGIC, .version = PSTORE_VERSION,
                               .page_size = (uint32_t)ps, .base = base, .size = size};
     h.hash = header_hash(&h);
     int rc = 0;
-    if (ftruncate(fd, (off_t)size) != 0 || exo_os_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
+    if (ftruncate(fd, (off_t)size) != 0 || app_pwrite_all(fd, &h, sizeof h, 0) != 0 ||
         fsync(fd) != 0)
-        rc = exo_fail(EXO_EIO, "pstore %s: %s", path, strerror(errno));
+        rc = exomem_set_error(EXO_EIO, "pstore %s: %s", path, strerror(errno));
     close(fd);
     struct pstore *p = NULL;
     if (rc == 0)
@@ -317,7 +317,7 @@ static int write_runs(int fd, const struct pstore *p, const struct log_entry *e,
         while (j < to && e[j].page == e[j - 1].page + 1)
             j++;
         uint64_t off = log_data_off ? log_data_off + i * p->ps : e[i].page * p->ps;
-        if (exo_os_pwrite_all(fd, p->base + e[i].page * p->ps, (j - i) * p->ps, off) != 0)
+        if (app_pwrite_all(fd, p->base + e[i].page * p->ps, (j - i) * p->ps, off) != 0)
             return -1;
         i = j;
     }
@@ -339,7 +339,7 @@ int pstore_commit(struct pstore *p)
     size_t ebytes = n * sizeof(struct log_entry);
     struct log_entry *e = malloc(ebytes);
     if (!e)
-        return exo_fail(EXO_ENOMEM, "pstore: commit list of %llu pages", (unsigned long long)n);
+        return exomem_set_error(EXO_ENOMEM, "pstore: commit list of %llu pages", (unsigned long long)n);
     uint64_t k = 0;
     for (uint64_t w = 0; w < words; w++)
         for (uint64_t bits = p->pending[w]; bits; bits &= bits - 1) {
@@ -358,18 +358,18 @@ int pstore_commit(struct pstore *p)
 
     int rc = 0;
     int lfd = p->log_fd, fd = p->fd;
-    if (exo_os_pwrite_all(lfd, &lh, sizeof lh, 0) != 0 ||
-        exo_os_pwrite_all(lfd, e, ebytes, sizeof lh) != 0 ||
+    if (app_pwrite_all(lfd, &lh, sizeof lh, 0) != 0 ||
+        app_pwrite_all(lfd, e, ebytes, sizeof lh) != 0 ||
         write_runs(lfd, p, e, 0, n, lh.data_off) != 0 || fsync(lfd) != 0) {
-        rc = exo_fail(EXO_EIO, "pstore %s: writing the log: %s", p->log_path, strerror(errno));
+        rc = exomem_set_error(EXO_EIO, "pstore %s: writing the log: %s", p->log_path, strerror(errno));
         if (ftruncate(lfd, 0) != 0) /* nothing committed: keep the pages pending */
-            rc = exo_fail(EXO_EIO, "pstore %s: %s", p->log_path, strerror(errno));
+            rc = exomem_set_error(EXO_EIO, "pstore %s: %s", p->log_path, strerror(errno));
         free(e);
         return rc;
     }
     crash_if(p, PSTORE_CRASH_BEFORE_RECORD);
-    if (exo_os_pwrite_all(lfd, &lc, sizeof lc, log_end) != 0 || fsync(lfd) != 0) {
-        rc = exo_fail(EXO_EIO, "pstore %s: writing the commit record: %s", p->log_path,
+    if (app_pwrite_all(lfd, &lc, sizeof lc, log_end) != 0 || fsync(lfd) != 0) {
+        rc = exomem_set_error(EXO_EIO, "pstore %s: writing the commit record: %s", p->log_path,
                       strerror(errno));
         free(e);
         return rc; /* the record may or may not be durable: the next open decides */
@@ -381,7 +381,7 @@ int pstore_commit(struct pstore *p)
     crash_if(p, PSTORE_CRASH_MID_APPLY);
     if (rc != 0 || write_runs(fd, p, e, n / 2, n, 0) != 0 || fsync(fd) != 0 ||
         ftruncate(lfd, 0) != 0 || fsync(lfd) != 0)
-        rc = exo_fail(EXO_EIO, "pstore %s: applying the log: %s (the next open replays it)",
+        rc = exomem_set_error(EXO_EIO, "pstore %s: applying the log: %s (the next open replays it)",
                       p->path, strerror(errno));
     free(e);
     if (rc == 0) {
@@ -396,12 +396,15 @@ int pstore_commit(struct pstore *p)
 
 void *pstore_malloc(struct pstore *p, size_t size, int *code)
 {
-    return exo_heap_malloc(p->heap, size, code);
+    void *ptr = seg_heap_malloc(p->heap, size);
+    if (code)
+        *code = ptr ? 0 : seg_heap_last_code();
+    return ptr;
 }
 
 int pstore_free(struct pstore *p, void *ptr)
 {
-    return ptr ? exo_heap_free(p->heap, ptr) : 0;
+    return ptr ? seg_heap_free(p->heap, ptr) : 0;
 }
 
 void *pstore_root(struct pstore *p)
@@ -441,6 +444,6 @@ void pstore_get_stats(const struct pstore *p, struct pstore_stats *out)
 
 int pstore_check(struct pstore *p)
 {
-    int rc = exo_heap_check(p->heap, NULL);
+    int rc = seg_heap_check(p->heap, NULL);
     return rc ? rc : pstore_kv_check(p);
 }

@@ -3,8 +3,9 @@
 #ifndef EXOMEM_PSTORE_INT_H
 #define EXOMEM_PSTORE_INT_H
 
-#include "alloc/heap.h"
 #include "pstore.h"
+
+#include <exomem/alloc.h>
 
 #include <stdint.h>
 
@@ -29,7 +30,7 @@ struct pstore {
     size_t size, ps, npages;
     int fd, log_fd;
     char *path, *log_path;
-    struct exo_heap *heap;
+    seg_heap *heap;
     exo_vm_region *region;
     uint64_t *pending; /* bitmap: dirty pages not yet committed */
     int crash_point;

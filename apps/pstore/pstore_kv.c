@@ -4,7 +4,7 @@
  * bucket array when it holds twice as many keys as buckets.
  */
 #include "pstore_int.h"
-#include "internal.h"
+#include <exomem/error.h>
 
 #include <string.h>
 
@@ -37,7 +37,7 @@ static uint64_t key_hash(const void *key, size_t klen)
 static struct kv_table *table_of(struct pstore *p)
 {
     struct kv_table *t = p->hdr->table;
-    if (!t || !exo_heap_owns(p->heap, t) || t->magic != KV_MAGIC)
+    if (!t || !seg_heap_owns(p->heap, t) || t->magic != KV_MAGIC)
         return NULL;
     return t;
 }
@@ -45,7 +45,7 @@ static struct kv_table *table_of(struct pstore *p)
 static struct kv_table *table_or_fail(struct pstore *p, int *rc)
 {
     struct kv_table *t = table_of(p);
-    *rc = t ? 0 : exo_fail(EXO_ECORRUPT, "pstore %s: no valid key-value table", p->path);
+    *rc = t ? 0 : exomem_set_error(EXO_ECORRUPT, "pstore %s: no valid key-value table", p->path);
     return t;
 }
 
@@ -56,7 +56,7 @@ int pstore_kv_init(struct pstore *p)
     struct kv_entry **b = t ? pstore_malloc(p, KV_INITIAL_BUCKETS * sizeof *b, &rc) : NULL;
     if (!b) {
         pstore_free(p, t);
-        return exo_fail(rc ? rc : EXO_ENOMEM, "pstore: no room for the table");
+        return exomem_set_error(rc ? rc : EXO_ENOMEM, "pstore: no room for the table");
     }
     memset(b, 0, KV_INITIAL_BUCKETS * sizeof *b);
     *t = (struct kv_table){.magic = KV_MAGIC, .nbuckets = KV_INITIAL_BUCKETS, .buckets = b};
@@ -100,11 +100,11 @@ int pstore_put(struct pstore *p, const void *key, size_t klen, const void *val, 
     if (!t)
         return rc;
     if (klen == 0 || klen > UINT32_MAX || vlen > UINT32_MAX)
-        return exo_fail(EXO_EINVAL, "pstore: key of %zu or value of %zu bytes", klen, vlen);
+        return exomem_set_error(EXO_EINVAL, "pstore: key of %zu or value of %zu bytes", klen, vlen);
     uint64_t h = key_hash(key, klen);
     struct kv_entry *e = pstore_malloc(p, sizeof *e + klen + vlen, &rc);
     if (!e)
-        return exo_fail(rc ? rc : EXO_ENOMEM, "pstore: no room for a %zu-byte entry",
+        return exomem_set_error(rc ? rc : EXO_ENOMEM, "pstore: no room for a %zu-byte entry",
                         klen + vlen);
     e->hash = h, e->klen = (uint32_t)klen, e->vlen = (uint32_t)vlen;
     memcpy(e->data, key, klen);
@@ -129,7 +129,7 @@ int pstore_get(struct pstore *p, const void *key, size_t klen, const void **val,
         return rc;
     struct kv_entry *e = *find_link(t, key, klen, key_hash(key, klen));
     if (!e)
-        return exo_fail(EXO_ENOENT, "pstore: no key '%.*s'", (int)(klen > 64 ? 64 : klen),
+        return exomem_set_error(EXO_ENOENT, "pstore: no key '%.*s'", (int)(klen > 64 ? 64 : klen),
                         (const char *)key);
     *val = e->data + e->klen;
     *vlen = e->vlen;
@@ -145,7 +145,7 @@ int pstore_del(struct pstore *p, const void *key, size_t klen)
     struct kv_entry **link = find_link(t, key, klen, key_hash(key, klen));
     struct kv_entry *e = *link;
     if (!e)
-        return exo_fail(EXO_ENOENT, "pstore: no key '%.*s'", (int)(klen > 64 ? 64 : klen),
+        return exomem_set_error(EXO_ENOENT, "pstore: no key '%.*s'", (int)(klen > 64 ? 64 : klen),
                         (const char *)key);
     *link = e->next;
     t->count--;
@@ -179,18 +179,18 @@ int pstore_kv_check(struct pstore *p)
     struct kv_table *t = table_or_fail(p, &rc);
     if (!t)
         return rc;
-    if (!t->nbuckets || (t->nbuckets & (t->nbuckets - 1)) || !exo_heap_owns(p->heap, t->buckets))
-        return exo_fail(EXO_ECORRUPT, "pstore %s: bad bucket array", p->path);
+    if (!t->nbuckets || (t->nbuckets & (t->nbuckets - 1)) || !seg_heap_owns(p->heap, t->buckets))
+        return exomem_set_error(EXO_ECORRUPT, "pstore %s: bad bucket array", p->path);
     uint64_t n = 0;
     for (uint64_t i = 0; i < t->nbuckets; i++)
         for (struct kv_entry *e = t->buckets[i]; e; e = e->next) {
-            if (!exo_heap_owns(p->heap, e) || (e->hash & (t->nbuckets - 1)) != i ||
+            if (!seg_heap_owns(p->heap, e) || (e->hash & (t->nbuckets - 1)) != i ||
                 e->hash != key_hash(e->data, e->klen) || ++n > t->count)
-                return exo_fail(EXO_ECORRUPT, "pstore %s: bad entry in bucket %llu", p->path,
+                return exomem_set_error(EXO_ECORRUPT, "pstore %s: bad entry in bucket %llu", p->path,
                                 (unsigned long long)i);
         }
     if (n != t->count)
-        return exo_fail(EXO_ECORRUPT, "pstore %s: %llu entries, %llu counted", p->path,
+        return exomem_set_error(EXO_ECORRUPT, "pstore %s: %llu entries, %llu counted", p->path,
                         (unsigned long long)n, (unsigned long long)t->count);
     return 0;
 }

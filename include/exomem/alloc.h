@@ -67,6 +67,34 @@ void *vas_calloc(size_t n, size_t size);
 /* The exomem code of the last failed allocating call in this thread (negative), 0 if none. */
 int seg_heap_last_code(void);
 
+/* ---- The same heap in memory the caller maps itself ----
+ *
+ * For stores that keep their data somewhere other than a segment (a file the application
+ * maps at a fixed address, say: apps/pstore). The heap's state lives in the memory, from its
+ * base, so it must be mapped at the same address every time. Thread- and process-safe as
+ * above (a robust mutex in the memory); the calls block only on that mutex. */
+typedef struct exo_heap seg_heap;
+
+/* Use [base, base+size) as a heap: format it if its header is all zero, else check the
+ * header. -EXO_ECORRUPT if the header is not a heap's of this size, -EXO_EINVAL if size is
+ * too small for a heap or an argument is NULL. *heap stays valid while the memory is mapped;
+ * there is nothing to close. */
+int seg_heap_open(void *base, size_t size, seg_heap **heap);
+
+/* Allocate `size` bytes, 16-byte aligned: NULL with errno (ENOMEM) and seg_heap_last_code()
+ * (-EXO_ENOMEM, -EXO_ECORRUPT, -EXO_EINVAL) on failure. */
+void *seg_heap_malloc(seg_heap *heap, size_t size);
+
+/* Free an allocation of `heap`; NULL is a no-op. -EXO_EINVAL for a pointer it did not hand
+ * out (or freed already), -EXO_ECORRUPT if the heap around it is damaged. */
+int seg_heap_free(seg_heap *heap, void *p);
+
+/* 1 if p lies inside heap's allocation area, else 0 (a cheap range check; never blocks). */
+int seg_heap_owns(seg_heap *heap, const void *p);
+
+/* Check every chunk and free list (-EXO_ECORRUPT if broken); fill st when not NULL. */
+int seg_heap_check(seg_heap *heap, struct seg_heap_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,17 @@ int exomem_errno(int code);
  * so that the allocation fast path writes nothing it does not need to. */
 const char *exomem_last_error(void);
 
+/* Report a failure the way exomem's own calls do, for libraries and applications built on
+ * exomem (apps/ uses it): sets errno to exomem_errno(code), stores the sentence (printf
+ * format; NULL stores exomem_strerror(code)) for exomem_last_error() in this thread, and
+ * returns -code, so `return exomem_set_error(EXO_EINVAL, "...", ...);` reads as exomem's
+ * calls do. code may have either sign. Never blocks; thread-safe (the message is per thread). */
+int exomem_set_error(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include "vas/view.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static _Thread_local int last_code;
@@ -59,19 +60,25 @@ static int heap_at(const void *p, struct exo_heap **h)
     return 0;
 }
 
-/* exo_fail() for a heap call that failed with code on segment sid. */
-static int heap_failed(segid_t sid, int code, size_t size)
+/* exo_fail() for a heap call that failed with code on the heap `what` names. */
+static int heap_failed_in(const char *what, int code, size_t size)
 {
     switch (-code) {
     case EXO_ENOMEM:
-        return exo_fail(EXO_ENOMEM, "segment %" PRIu64 ": no free space for %zu bytes", sid,
-                        size);
+        return exo_fail(EXO_ENOMEM, "%s: no free space for %zu bytes", what, size);
     case EXO_EINVAL:
-        return exo_fail(EXO_EINVAL, "segment %" PRIu64 ": not an allocation of this heap "
-                        "(or already freed), or a bad alignment", sid);
+        return exo_fail(EXO_EINVAL, "%s: not an allocation of this heap (or already freed), "
+                        "or a bad alignment", what);
     default:
-        return exo_fail(-code, "segment %" PRIu64 ": heap is corrupt", sid);
+        return exo_fail(-code, "%s: heap is corrupt", what);
     }
+}
+
+static int heap_failed(segid_t sid, int code, size_t size)
+{
+    char what[40];
+    snprintf(what, sizeof what, "segment %" PRIu64, sid);
+    return heap_failed_in(what, code, size);
 }
 
 EXO_API void *seg_malloc(segid_t sid, size_t size)
@@ -212,4 +219,65 @@ EXO_API void *vas_calloc(size_t n, size_t size)
 EXO_API int seg_heap_last_code(void)
 {
     return last_code;
+}
+
+/* ---- a heap in memory the caller maps itself ---- */
+
+EXO_API int seg_heap_open(void *base, size_t size, seg_heap **heap)
+{
+    exo_clear_error();
+    if (!base || !heap)
+        return exo_fail(EXO_EINVAL, "seg_heap_open: base or heap is NULL");
+    int rc = exo_heap_open(base, size, heap);
+    if (rc == -EXO_ECORRUPT)
+        return exo_fail(EXO_ECORRUPT, "heap at %p: its header is not a heap's of %zu bytes",
+                        base, size);
+    if (rc)
+        return exo_fail(-rc, "heap at %p: %zu bytes cannot hold a heap", base, size);
+    return 0;
+}
+
+EXO_API void *seg_heap_malloc(seg_heap *heap, size_t size)
+{
+    if (!heap)
+        return alloc_failed(exo_fail(EXO_EINVAL, "seg_heap_malloc: heap is NULL"));
+    int rc;
+    void *p = exo_heap_malloc(heap, size, &rc);
+    if (!p) {
+        char what[48];
+        snprintf(what, sizeof what, "heap at %p", (void *)heap);
+        return alloc_failed(heap_failed_in(what, rc, size));
+    }
+    return p;
+}
+
+EXO_API int seg_heap_free(seg_heap *heap, void *p)
+{
+    if (!p)
+        return 0;
+    if (!heap)
+        return exo_fail(EXO_EINVAL, "seg_heap_free: heap is NULL");
+    int rc = exo_heap_free(heap, p);
+    if (rc == -EXO_EINVAL)
+        return exo_fail(EXO_EINVAL, "seg_heap_free(%p): not a live allocation of the heap at "
+                        "%p (double free?)", p, (void *)heap);
+    if (rc)
+        return exo_fail(-rc, "seg_heap_free(%p): the heap at %p is corrupt", p, (void *)heap);
+    return 0;
+}
+
+EXO_API int seg_heap_owns(seg_heap *heap, const void *p)
+{
+    return heap && p && exo_heap_owns(heap, p);
+}
+
+EXO_API int seg_heap_check(seg_heap *heap, struct seg_heap_stats *st)
+{
+    exo_clear_error();
+    if (!heap)
+        return exo_fail(EXO_EINVAL, "seg_heap_check: heap is NULL");
+    int rc = exo_heap_check(heap, st);
+    if (rc)
+        return exo_fail(-rc, "heap at %p is corrupt", (void *)heap);
+    return 0;
 }
