@@ -1,5 +1,5 @@
 /* Environment knobs, read once per process; the only getenv() calls in the library.
- *   EXOMEM_ROOT          registry directory (default /dev/shm/exomem)
+ *   EXOMEM_ROOT          registry directory (default /dev/shm/exomem-<euid>, per user)
  *   EXOMEM_SWITCH        park | remap: the default switch engine
  *   EXOMEM_PARK_LIMIT    bytes of parked segments before LRU eviction (default 64G)
  *   EXOMEM_HUGETLBFS_2M  hugetlbfs mount for 2M-page segments (default: found in mounts)
@@ -89,7 +89,13 @@ static void arm_fault(const char *spec)
 
 static void config_load(void)
 {
-    copy_env(config.root, sizeof config.root, "EXOMEM_ROOT", "/dev/shm/exomem");
+    /* Without EXOMEM_ROOT each user has a registry of their own (docs/spacejmp.md): sharing
+     * one between users is a choice made by naming a directory, never the default. */
+    char own[64];
+    snprintf(own, sizeof own, "/dev/shm/exomem-%u", (unsigned)exo_os_euid());
+    const char *env_root = getenv("EXOMEM_ROOT");
+    config.root_is_default = !env_root || !*env_root;
+    copy_env(config.root, sizeof config.root, "EXOMEM_ROOT", own);
     size_t n = strlen(config.root);
     while (n > 1 && config.root[n - 1] == '/')
         config.root[--n] = '\0';

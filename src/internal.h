@@ -17,7 +17,8 @@ void exo_clear_error(void);
 
 /* Configuration, read once from the environment (the only place getenv() is called). */
 struct exo_config {
-    char root[4096];          /* EXOMEM_ROOT, default /dev/shm/exomem */
+    char root[4096];          /* EXOMEM_ROOT, default /dev/shm/exomem-<euid> */
+    bool root_is_default;     /* no EXOMEM_ROOT: the per-user registry */
     int engine;               /* EXOMEM_SWITCH=park|remap -> enum vas_engine */
     uint64_t park_limit;      /* EXOMEM_PARK_LIMIT, bytes (K/M/G suffix), default 64G */
     char hugetlbfs_2m[4096];  /* EXOMEM_HUGETLBFS_2M: hugetlbfs mount for 2M segments */

@@ -27,23 +27,81 @@ int exo_reg_path(char *buf, size_t len, const char *fmt, ...)
     return 0;
 }
 
-/* Registry directories are sticky and world-writable, like /tmp: anyone may add objects,
- * only owners may remove theirs. The objects' own modes say who may use them. */
-static int make_dir(const char *path)
+/* The registry's subdirectories get the root's permission, so a registry is as private or
+ * as shared as the directory it lives in: 0700 for one user, 2770 for a group. Where others
+ * may write, the sticky bit lets only owners remove their objects, as in /tmp. */
+static mode_t subdir_mode(mode_t root_mode)
 {
-    int rc = exo_os_mkdir(path, 01777);
+    mode_t mode = root_mode & 07777;
+    return (mode & 0022) ? (mode | 01000) : mode;
+}
+
+static int make_dir(const char *path, mode_t mode)
+{
+    int rc = exo_os_mkdir(path, mode);
     if (rc == 0 || rc == -EXO_EEXIST)
         return 0;
     return exo_fail(-rc, "cannot create registry directory %s: %s", path, strerror(errno));
 }
 
+/* The per-user default registry (no EXOMEM_ROOT) must be the caller's own: a directory, not
+ * a link, owned by the caller and writable by no one else. Anyone may create names in
+ * /dev/shm, so another user could have made it first to read or redirect the caller's
+ * objects; then the call fails and says so, and nothing is written there. A registry named
+ * by EXOMEM_ROOT is the caller's choice and may be shared (docs/spacejmp.md). */
+static int check_own_root(const char *path, const struct stat *st)
+{
+    if (S_ISLNK(st->st_mode))
+        return exo_fail(EXO_EACCES, "registry %s is a symbolic link, not your own directory: "
+                        "remove it, or set EXOMEM_ROOT", path);
+    if (!S_ISDIR(st->st_mode))
+        return exo_fail(EXO_ECORRUPT, "registry %s is not a directory", path);
+    if (st->st_uid != exo_os_euid())
+        return exo_fail(EXO_EACCES, "registry %s belongs to uid %u, not to you (uid %u): "
+                        "another user made it; remove it, or set EXOMEM_ROOT", path,
+                        (unsigned)st->st_uid, (unsigned)exo_os_euid());
+    if (st->st_mode & 0022)
+        return exo_fail(EXO_EACCES, "registry %s is writable by other users (mode %04o); a "
+                        "per-user registry must not be: chmod go-w it, or set EXOMEM_ROOT",
+                        path, (unsigned)(st->st_mode & 07777));
+    return 0;
+}
+
+/* Reach the registry's root directory (making it, mode 0700, when `create`), checked as
+ * above when it is the default one; *mode receives its permission bits. */
+static int open_root(bool create, mode_t *mode)
+{
+    const char *path = exomem_root();
+    bool own = exo_config()->root_is_default;
+    struct stat st;
+    int rc = own ? exo_os_lstat(path, &st) : exo_os_stat(path, &st);
+    if (rc == -EXO_ENOENT && create) {
+        if ((rc = make_dir(path, 0700)) != 0)
+            return rc;
+        rc = own ? exo_os_lstat(path, &st) : exo_os_stat(path, &st);
+    }
+    if (rc == -EXO_ENOENT)
+        return exo_fail(EXO_ENOENT, "no registry at %s", path);
+    if (rc)
+        return exo_fail(-rc, "cannot reach registry directory %s: %s", path, strerror(errno));
+    if (own && (rc = check_own_root(path, &st)) != 0)
+        return rc;
+    if (!S_ISDIR(st.st_mode))
+        return exo_fail(EXO_ECORRUPT, "registry entry %s is not a directory", path);
+    *mode = st.st_mode & 07777;
+    return 0;
+}
+
 int exo_reg_open(bool create)
 {
-    static const char *const subdirs[] = {"", "segs", "vases", "names"};
+    static const char *const subdirs[] = {"segs", "vases", "names"};
+    mode_t root_mode = 0700;
+    int rc = open_root(create, &root_mode);
+    if (rc)
+        return rc;
     char path[EXO_PATH_MAX];
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
-        int rc = exo_reg_path(path, sizeof path, "%s", subdirs[i]);
-        if (rc)
+        if ((rc = exo_reg_path(path, sizeof path, "%s", subdirs[i])) != 0)
             return rc;
         struct stat st;
         if ((rc = exo_os_stat(path, &st)) == 0) {
@@ -56,10 +114,29 @@ int exo_reg_open(bool create)
                             strerror(errno));
         if (!create)
             return exo_fail(EXO_ENOENT, "no registry at %s", exomem_root());
-        if ((rc = make_dir(path)) != 0)
+        if ((rc = make_dir(path, subdir_mode(root_mode))) != 0)
             return rc;
     }
     return 0;
+}
+
+/* Open the registry file `path` (lock, ids) read-write, creating it with the registry's own
+ * permission when missing: 0600 in a private registry, 0660 in a group's, 0666 in one open
+ * to all (the root's read and write bits). */
+static int open_reg_file(const char *path)
+{
+    const int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK;
+    int fd = exo_os_open(path, flags, 0);
+    if (fd != -EXO_ENOENT)
+        return fd;
+    struct stat st;
+    mode_t mode = exo_os_stat(exomem_root(), &st) == 0 ? (st.st_mode & 0666) : 0600;
+    fd = exo_os_open(path, flags | O_CREAT | O_EXCL, mode);
+    if (fd == -EXO_EEXIST) /* made meanwhile by another process */
+        return exo_os_open(path, flags, 0);
+    if (fd >= 0)
+        exo_os_fchmod(fd, mode); /* the exact mode, whatever the umask */
+    return fd;
 }
 
 int exo_reg_lock(bool exclusive, int *fd)
@@ -68,12 +145,11 @@ int exo_reg_lock(bool exclusive, int *fd)
     int rc = exo_reg_path(path, sizeof path, "lock");
     if (rc)
         return rc;
-    int f = exo_os_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+    int f = open_reg_file(path);
     if (f == -EXO_EACCES)
         f = exo_os_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (f < 0)
         return exo_fail(-f, "cannot open registry lock %s", path);
-    exo_os_fchmod(f, 0666); /* fails harmlessly unless we made it */
     long timeout_ms = exo_config()->lock_timeout_ms;
     if ((rc = exo_os_flock(f, exclusive, timeout_ms)) != 0) {
         int holder = rc == -EXO_EBUSY ? exo_os_flock_holder(f) : 0;
@@ -186,10 +262,9 @@ int exo_reg_commit_id(uint64_t id)
     int rc = exo_reg_path(path, sizeof path, "ids");
     if (rc)
         return rc;
-    int fd = exo_os_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+    int fd = open_reg_file(path);
     if (fd < 0)
         return exo_fail(-fd, "cannot open id counter %s", path);
-    exo_os_fchmod(fd, 0666);
     char buf[32];
     int len = snprintf(buf, sizeof buf, "%020llu\n", (unsigned long long)(id + 1));
     rc = exo_os_pwrite_all(fd, buf, (size_t)len, 0);

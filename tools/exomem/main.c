@@ -26,7 +26,7 @@ static const struct cli_cmd top_cmd = {
 };
 
 static const char top_help[] =
-    "\nThe registry is the directory $EXOMEM_ROOT (default /dev/shm/exomem).\n\n"
+    "\nThe registry is the directory $EXOMEM_ROOT (default /dev/shm/exomem-<your uid>).\n\n"
     "Commands:\n"
     "  ls [--json]                      list all segments and VASes\n"
     "  show [seg|vas] NAME [--json]     show a segment and/or VAS in detail\n"
