@@ -144,6 +144,9 @@ int exo_os_funlock(int fd);
 
 /* open() that retries EINTR and maps errno to exomem codes; O_CLOEXEC is always added. */
 int exo_os_open(const char *path, int flags, mode_t mode);
+/* A new open file description of the file fd refers to (through /proc/self/fd), read-write
+ * or read-only: its OFD locks are its own, apart from fd's. */
+int exo_os_reopen(int fd, bool writable);
 int exo_os_close(int fd);
 /* Read or write exactly len bytes at off; short read -> -EXO_ECORRUPT. */
 int exo_os_pread_all(int fd, void *buf, size_t len, off_t off);

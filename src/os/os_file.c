@@ -47,6 +47,13 @@ int exo_os_open(const char *path, int flags, mode_t mode)
     return fd;
 }
 
+int exo_os_reopen(int fd, bool writable)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return exo_os_open(path, writable ? O_RDWR : O_RDONLY, 0);
+}
+
 int exo_os_close(int fd)
 {
     /* Linux releases the descriptor even when close() reports EINTR: never retry. */

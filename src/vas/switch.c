@@ -15,6 +15,7 @@
 #include "vas/space.h"
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +49,10 @@ struct lock_step {
 };
 
 /* Bring the locks of `to`'s segments to their modes, in segment-id order, keeping the
- * others. On failure every lock is back as it was. */
-static int acquire(struct space *s, const struct attachment *to, bool wait)
+ * others, without waiting. On failure every lock is back as it was; on -EXO_EBUSY, *busy is
+ * the segment another process holds and *busy_mode the mode it was wanted in. */
+static int acquire(struct space *s, const struct attachment *to, struct pseg **busy,
+                   enum exo_lock_mode *busy_mode)
 {
     if (!to || !s->locking)
         return 0;
@@ -68,11 +71,13 @@ static int acquire(struct space *s, const struct attachment *to, bool wait)
             rc = exo_fail(EXO_EIO, "segment '%s' could not be reopened after fork", ps->name);
             break;
         }
-        rc = exo_os_lock(ps->fd, want, wait);
+        rc = exo_os_lock(ps->fd, want, false);
         if (rc == 0) {
             done[ndone++] = (struct lock_step){ps, ps->lock};
             ps->lock = want;
         } else if (rc == -EXO_EBUSY) {
+            *busy = ps;
+            *busy_mode = want;
             rc = exo_fail(EXO_EBUSY, "segment '%s' is locked by another process", ps->name);
         } else {
             rc = exo_fail(-rc, "cannot lock segment '%s'", ps->name);
@@ -224,7 +229,42 @@ static void stamp(struct space *s, struct attachment *a)
         a->last_used = ++s->clock;
 }
 
-int exo_space_switch(struct space *s, struct attachment *to, bool wait)
+/* End at home holding no lock: every visible segment parked or hidden. */
+static void go_home(struct space *s)
+{
+    for (size_t i = 0; i < s->npsegs; i++)
+        if (s->psegs[i]->where == PSEG_VISIBLE)
+            switch_out(s, s->psegs[i]);
+    release_unless_in(s, NULL);
+    stamp(s, s->current);
+    s->current = NULL;
+}
+
+/* Wait until segment ps's lock could be had in mode `want`, WITHOUT the process's mutex, so
+ * that the process's other threads go on allocating, asking vas_current() and switching
+ * while this one waits for another process. The wait is on a second open file description
+ * of the segment's file (OFD locks belong to descriptions, so it cannot disturb the locks
+ * the process holds), closed as soon as the lock is had: the caller then tries again. */
+static int wait_for_lock(struct space *s, struct pseg *ps, enum exo_lock_mode want)
+{
+    char name[EXOMEM_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", ps->name); /* ps may be gone once the mutex is free */
+    int probe = exo_os_reopen(ps->fd, want == EXO_LOCK_EXCLUSIVE);
+    if (probe < 0)
+        return exo_fail(-probe, "segment '%s': cannot open it to wait for its lock", name);
+    pthread_mutex_unlock(&s->lock);
+    int rc = exo_os_lock(probe, want, true);
+    exo_os_close(probe); /* drops the probe's lock */
+    pthread_mutex_lock(&s->lock);
+    if (rc)
+        return exo_fail(-rc, "cannot lock segment '%s'", name);
+    return 0;
+}
+
+/* One attempt at the switch that never waits for a lock; -EXO_EBUSY with *busy set when
+ * another process holds one, everything then as it was. */
+static int switch_now(struct space *s, struct attachment *to, struct pseg **busy,
+                      enum exo_lock_mode *busy_mode)
 {
     struct attachment *from = s->current;
     if (from == to)
@@ -232,33 +272,15 @@ int exo_space_switch(struct space *s, struct attachment *to, bool wait)
     bool made[VAS_SEGS_MAX] = {false};
     int rc = reserve_slots(s, from, to, made);
     if (!rc)
-        rc = acquire(s, to, false);
-    if (rc && !(rc == -EXO_EBUSY && wait)) {
+        rc = acquire(s, to, busy, busy_mode);
+    if (rc) {
         /* Nothing moved and no lock was taken: leave the address space as it was. */
         unreserve_slots(from, made);
         return rc;
     }
-    if (rc) {
-        /* Holding locks while waiting for others could deadlock against a process that
-         * waits in the other order: go home first, drop everything, then wait in order. */
-        remap_all(s, from, NULL);
-        release_unless_in(s, NULL);
-        stamp(s, from);
-        s->current = NULL;
-        from = NULL;
-        rc = acquire(s, to, true);
-    }
-    if (rc)
-        return rc;
     rc = remap_all(s, from, to);
     if (rc) {
-        /* Mapping failed (out of memory): end at home, holding nothing. */
-        for (size_t i = 0; i < s->npsegs; i++)
-            if (s->psegs[i]->where == PSEG_VISIBLE)
-                switch_out(s, s->psegs[i]);
-        release_unless_in(s, NULL);
-        stamp(s, from);
-        s->current = NULL;
+        go_home(s); /* mapping failed (out of memory): end at home, holding nothing */
         return rc;
     }
     release_unless_in(s, to);
@@ -267,6 +289,27 @@ int exo_space_switch(struct space *s, struct attachment *to, bool wait)
     s->current = to;
     exo_space_trim_park(s, to);
     return 0;
+}
+
+int exo_space_switch(struct space *s, struct attachment *to, bool wait)
+{
+    vhandle_t handle = to ? to->handle : VAS_HOME;
+    for (;;) {
+        struct pseg *busy = NULL;
+        enum exo_lock_mode busy_mode = EXO_LOCK_NONE;
+        int rc = switch_now(s, to, &busy, &busy_mode);
+        if (rc != -EXO_EBUSY || !wait)
+            return rc;
+        /* Holding locks while waiting for others could deadlock against a process that
+         * waits in the other order: go home first, drop everything, wait for the lock that
+         * was busy, then try the whole switch again. */
+        go_home(s);
+        if ((rc = wait_for_lock(s, busy, busy_mode)) != 0)
+            return rc;
+        if (to && to->handle != handle)
+            return exo_fail(EXO_EDETACHED, "VAS handle %d was detached by another thread while "
+                            "this one waited for its lock", handle);
+    }
 }
 
 static uint64_t parked_bytes_of(const struct attachment *a, const struct attachment *keep)
