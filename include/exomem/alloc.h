@@ -10,6 +10,12 @@
  * EFAULT for a segment that is not visible, EINVAL for a bad alignment); the precise exomem
  * code is available from exomem_last_error() and seg_heap_last_code(). A successful call
  * leaves exomem_last_error() as it was (read it only after a failure).
+ *
+ * Blocking and thread safety, for every call here: thread- and process-safe. A call waits
+ * for the heap's mutex inside the segment while another thread or process is in a heap
+ * call on the same segment (never longer than that call; a holder that died is detected and
+ * the heap checked and repaired before use goes on), and briefly for the process's mutex
+ * that finds the segment's mapping. No call waits for a segment lock or the registry.
  */
 #ifndef EXOMEM_ALLOC_H
 #define EXOMEM_ALLOC_H
@@ -28,43 +34,56 @@ struct seg_heap_stats {
     uint64_t free_chunks;   /* free chunks (fragmentation) */
 };
 
-/* Allocate `size` bytes, 16-byte aligned, in segment `sid`'s heap. */
+/* Allocate `size` bytes, 16-byte aligned, in segment `sid`'s heap. NULL on failure: errno
+ * ENOMEM (-EXO_ENOMEM: no free space), EFAULT (-EXO_ENOTMAPPED: sid not visible), EACCES
+ * (-EXO_EACCES: attached read-only), or -EXO_ECORRUPT for a damaged heap header. */
 void *seg_malloc(segid_t sid, size_t size);
 
-/* Allocate n*size zeroed bytes; NULL with ENOMEM if n*size overflows. */
+/* Allocate n*size zeroed bytes: NULL with -EXO_ENOMEM if n*size overflows, other errors as
+ * seg_malloc(). */
 void *seg_calloc(segid_t sid, size_t n, size_t size);
 
-/* Allocate `size` bytes aligned to `align` (a power of two). */
+/* Allocate `size` bytes aligned to `align` (a power of two, else NULL with -EXO_EINVAL);
+ * other errors as seg_malloc(). */
 void *seg_memalign(segid_t sid, size_t align, size_t size);
 
 /* Resize an allocation of any segment heap, as realloc(). The heap is found from p, so p
- * must not be NULL (EINVAL); use seg_malloc() for a first allocation. size 0 frees p and
- * returns NULL. On failure p is left as it was. */
+ * must not be NULL (-EXO_EINVAL); use seg_malloc() for a first allocation. size 0 frees p
+ * and returns NULL. On failure (-EXO_ENOMEM, -EXO_EINVAL for a foreign pointer,
+ * -EXO_EACCES, -EXO_ECORRUPT) p is left as it was. */
 void *seg_realloc(void *p, size_t size);
 
 /* Free an allocation of any segment heap (found from p); NULL is a no-op. Returns 0, or
- * EXO_EINVAL for a pointer that no visible segment heap handed out. */
+ * -EXO_EINVAL for a pointer that no visible segment heap handed out (or freed already),
+ * -EXO_EACCES (its segment is attached read-only), -EXO_ECORRUPT. */
 int seg_free(void *p);
 
-/* Usable size of an allocation (at least what was asked). 0 for NULL or a foreign pointer. */
+/* Usable size of an allocation (at least what was asked). 0 for NULL or a foreign pointer;
+ * never fails otherwise. */
 size_t seg_malloc_usable_size(void *p);
 
 /* Store or read the heap's root pointer: one pointer kept in the heap header so that a later
- * process can find the data structure (e.g. the head of a list). */
+ * process can find the data structure (e.g. the head of a list). -EXO_ENOTMAPPED (not
+ * visible), -EXO_EACCES (seg_set_root on a read-only attachment), -EXO_EINVAL (root NULL),
+ * -EXO_ECORRUPT. seg_get_root of a heap never formatted gives NULL. */
 int seg_set_root(segid_t sid, void *root);
 int seg_get_root(segid_t sid, void **root);
 
-/* Heap statistics, after checking the heap's consistency (EXO_ECORRUPT if it is broken). */
+/* Heap statistics, after checking the heap's consistency (-EXO_ECORRUPT if it is broken);
+ * -EXO_ENOTMAPPED, -EXO_EINVAL (st NULL). Walks every chunk: time grows with the heap. */
 int seg_heap_stats(segid_t sid, struct seg_heap_stats *st);
 
 /* Allocate in the current VAS's heap segment (vas_ctl VAS_CTL_SET_HEAP, by default the
- * VAS's first SEG_RDWR segment). NULL with errno set at home or without a heap segment. */
+ * VAS's first SEG_RDWR segment), as seg_malloc(). NULL at home (-EXO_ENOTMAPPED) or without
+ * a heap segment (-EXO_ENOHEAP). */
 void *vas_malloc(size_t size);
 
-/* vas_malloc() of n*size zeroed bytes. */
+/* vas_malloc() of n*size zeroed bytes; -EXO_ENOMEM if n*size overflows, other errors as
+ * vas_malloc(). */
 void *vas_calloc(size_t n, size_t size);
 
-/* The exomem code of the last failed allocating call in this thread (negative), 0 if none. */
+/* The exomem code of the last failed allocating call in this thread (negative), 0 if none.
+ * Never fails or blocks. */
 int seg_heap_last_code(void);
 
 /* ---- The same heap in memory the caller maps itself ----

@@ -46,24 +46,27 @@ enum exomem_error {
     EXO_ELAST
 };
 
-/* Short English explanation of an exomem error code (either sign); never NULL. */
+/* Short English explanation of an exomem error code (either sign); never NULL. Never fails or
+ * blocks; thread-safe (the text is constant). */
 const char *exomem_strerror(int code);
 
-/* The errno value that exomem sets for an error code (either sign). */
+/* The errno value that exomem sets for an error code (either sign). Never fails or blocks. */
 int exomem_errno(int code);
 
 /* A sentence about the last failure in this thread, naming the object and the cause
  * (e.g. "segment 's0': base 0x7f00... overlaps mapping 7f00...-7f01... [heap]");
  * empty string if the last call succeeded or set no detail. The in-segment heap's calls
  * (alloc.h) are the exception: like malloc, a successful one leaves the message as it was,
- * so that the allocation fast path writes nothing it does not need to. */
+ * so that the allocation fast path writes nothing it does not need to. The message is per
+ * thread: thread-safe, never blocks. */
 const char *exomem_last_error(void);
 
 /* Report a failure the way exomem's own calls do, for libraries and applications built on
  * exomem (apps/ uses it): sets errno to exomem_errno(code), stores the sentence (printf
  * format; NULL stores exomem_strerror(code)) for exomem_last_error() in this thread, and
  * returns -code, so `return exomem_set_error(EXO_EINVAL, "...", ...);` reads as exomem's
- * calls do. code may have either sign. Never blocks; thread-safe (the message is per thread). */
+ * calls do (-EXO_EINVAL for EXO_EINVAL). code may have either sign. Never fails or blocks;
+ * thread-safe (the message is per thread). */
 int exomem_set_error(int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -15,7 +15,8 @@
 extern "C" {
 #endif
 
-/* The registry directory this process uses (EXOMEM_ROOT or /dev/shm/exomem). */
+/* The registry directory this process uses (EXOMEM_ROOT, else the per-user default
+ * /dev/shm/exomem-<uid>), read once per process. Never NULL; never fails or blocks. */
 const char *exomem_root(void);
 
 #ifdef __cplusplus

@@ -5,6 +5,16 @@
  * by the file's owner, group and mode, as for any file. Segments become visible in a process
  * through a VAS (see vas.h): seg_attach() records a segment in a VAS for every process that
  * attaches it; seg_attach_local() adds it only to one process's attachment of a VAS.
+ *
+ * For every call below: it returns 0 or a negative code (-EXO_..., error.h), sets errno, and
+ * says why in exomem_last_error(); a failed call leaves the registry and the process as they
+ * were. Codes listed are the ones the call itself chooses; any call that touches the
+ * registry may also give -EXO_EIO, -EXO_ENOSPC or -EXO_ENOMEM from the kernel, -EXO_ECORRUPT
+ * for a damaged record and -EXO_EACCES where the caller's permission ends. Calls that
+ * change the registry take its lock exclusively and those that list it take it shared; a
+ * call blocks at most EXOMEM_LOCK_TIMEOUT (default 10 s) for it, then fails with
+ * -EXO_EBUSY naming the holder. Lookups by name or id read without that lock. Every call
+ * is thread-safe (and process-safe) unless its comment says otherwise.
  */
 #ifndef EXOMEM_SEG_H
 #define EXOMEM_SEG_H
@@ -85,55 +95,82 @@ enum seg_ctl_cmd {
 };
 
 /* Create segment `name` of `size` bytes at virtual address `base` with 4K pages and
- * permission bits `mode` (as chmod). Fails with EXO_EEXIST, EXO_EBADNAME,
- * EXO_ENAMETOOLONG, EXO_EALIGN, EXO_ESIZE, EXO_EOVERLAP (the range overlaps a mapping of
- * the caller), EXO_ENOSPC. On success stores the new id in *sid. */
+ * permission bits `mode` (as chmod); on success stores the new id in *sid. Errors:
+ * -EXO_EEXIST (the name is taken), -EXO_EBADNAME, -EXO_ENAMETOOLONG, -EXO_EALIGN (base or
+ * size not page-aligned), -EXO_ESIZE, -EXO_EOVERLAP (the range overlaps a mapping of the
+ * caller), -EXO_ENOSPC (the registry's file system is full), -EXO_EINVAL (sid NULL).
+ * Blocks on the registry lock; reserves the memory (writes the file's blocks) unless
+ * SEG_NORESERVE. */
 int seg_alloc(const char *name, uint64_t base, uint64_t size, mode_t mode, segid_t *sid);
 
-/* seg_alloc() with options (page size, flags); opts may be NULL. */
+/* seg_alloc() with options (page size, flags); opts may be NULL. Also -EXO_EPAGESIZE (a
+ * page size other than 4K, 2M, 1G), -EXO_EINVAL (unknown flags, SEG_THP with huge pages),
+ * -EXO_ENOHUGE (no hugetlbfs or huge-page tmpfs, or the pool cannot give the pages; for root
+ * the pool is grown first). Blocks as seg_alloc(), and while the kernel fills the pool. */
 int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t mode,
                  const struct seg_opts *opts, segid_t *sid);
 
-/* Look a segment up by name. */
+/* Look a segment up by name; stores its id in *sid. -EXO_ENOENT (no such segment),
+ * -EXO_EBADNAME, -EXO_ECORRUPT (a damaged or foreign name link), -EXO_EINVAL (sid NULL).
+ * Never blocks on locks. */
 int seg_find(const char *name, segid_t *sid);
 
 /* Make a new segment `new_name` with the same base, size, page size and mode as `sid`
- * and a copy of its data. The copy may be given other permissions with seg_ctl(). */
+ * and a copy of its data; the copy may be given other permissions with seg_ctl(). Errors as
+ * seg_alloc_ex(), and -EXO_ENOENT (no segment sid), -EXO_EACCES (sid not readable). BLOCKS
+ * while a process has sid switched in read-write: the copy is taken under a shared lock on
+ * the segment, which waits for writers without a time limit (then the registry lock). */
 int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid);
 
-/* Query or change a segment's metadata; see enum seg_ctl_cmd. */
+/* Query or change a segment's metadata; see enum seg_ctl_cmd. -EXO_ENOENT, -EXO_EINVAL (an
+ * unknown cmd or NULL arg), -EXO_EPERM (SEG_CTL_SET_MODE by neither owner nor root).
+ * Never blocks on locks. */
 int seg_ctl(segid_t sid, int cmd, void *arg);
 
-/* Delete a segment and its data. Fails with EXO_EINUSE while a VAS lists it and with
- * EXO_EBUSY while a process holds its lock. Gives back the huge pages seg_alloc_ex() added
- * to the pool for it, and (root) unmounts the registry's private mount it emptied. */
+/* Delete a segment and its data. -EXO_EINUSE while a VAS lists it, -EXO_EBUSY while a
+ * process has it switched in (its lock is tried, never waited for), -EXO_EPERM for neither
+ * owner nor root, -EXO_ENOENT. Gives back the huge pages seg_alloc_ex() added to the pool
+ * for it, and (root) unmounts the registry's private mount it emptied. Blocks on the
+ * registry lock. Mappings of it that processes still have stay valid until unmapped. */
 int seg_delete(segid_t sid);
 
 /* Record segment `sid` in VAS `vid` (persistent, for every process that attaches the VAS
- * afterwards) with SEG_RDONLY or SEG_RDWR access. Fails with EXO_EOVERLAP if it overlaps a
- * segment already in the VAS, EXO_ETOOMANY past VAS_SEGS_MAX. */
+ * afterwards) with SEG_RDONLY or SEG_RDWR access. -EXO_EOVERLAP (overlaps a segment already
+ * in the VAS), -EXO_EEXIST (listed already), -EXO_ETOOMANY (past VAS_SEGS_MAX), -EXO_EINVAL
+ * (access neither SEG_RDONLY nor SEG_RDWR), -EXO_ENOENT, -EXO_EACCES (the VAS not writable, or
+ * the segment not open to that access). Blocks on the registry lock. Processes that
+ * attached the VAS before keep what they attached. */
 int seg_attach(vasid_t vid, segid_t sid, int flags);
 
-/* Remove segment `sid` from VAS `vid`'s persistent list. */
+/* Remove segment `sid` from VAS `vid`'s persistent list. -EXO_ENOENT (not listed),
+ * -EXO_EACCES (the VAS not writable). Blocks on the registry lock. */
 int seg_detach(vasid_t vid, segid_t sid);
 
 /* Add segment `sid` to this process's attachment `vh` only (the VAS file is unchanged).
- * If `vh` is current the segment becomes visible at once. */
+ * If `vh` is current the segment becomes visible at once, locked as a switch would lock it;
+ * that lock is tried, not waited for: -EXO_EBUSY while another process holds it.
+ * -EXO_EDETACHED, -EXO_EEXIST, -EXO_ETOOMANY, -EXO_EOVERLAP, -EXO_EINVAL, -EXO_EACCES. */
 int seg_attach_local(vhandle_t vh, segid_t sid, int flags);
 
-/* Remove a segment added with seg_attach_local() from this process's attachment `vh`. */
+/* Remove a segment added with seg_attach_local() from this process's attachment `vh`.
+ * If vh is current the segment is hidden and its lock released at once. -EXO_EDETACHED,
+ * -EXO_ENOENT (not in vh), -EXO_EINVAL (a segment of the VAS's record: use seg_detach()).
+ * Never blocks on locks. */
 int seg_detach_local(vhandle_t vh, segid_t sid);
 
 /* Report how much of segment `sid` is resident and how much of that is in huge pages.
  * For hugetlb segments, from the hugetlbfs file's allocated blocks (all huge). For 4K and
  * SEG_THP segments, through a read-only mapping of the data file: mincore() finds the
  * resident pages, only those are touched, and /proc/self/smaps tells which are mapped as
- * huge pages. Holes are never allocated. Needs read permission (EXO_EACCES). */
+ * huge pages. Holes are never allocated. -EXO_EACCES without read permission, -EXO_ENOENT,
+ * -EXO_EINVAL (out NULL). Never blocks on locks; takes time in proportion to the size. */
 int seg_backing(segid_t sid, struct seg_backing *out);
 
 /* Fill out[0..cap) with the registry's segments, sorted by id, and set *count to how many
  * there are (which may exceed cap). Corrupt entries are skipped and counted in *corrupt
- * (may be NULL). */
+ * (may be NULL). -EXO_EACCES or another code when a registry directory cannot be read
+ * (never an empty list instead), -EXO_EINVAL (count NULL, or out NULL with cap > 0). Takes
+ * the registry lock shared. */
 int seg_list(struct seg_info *out, size_t cap, size_t *count, size_t *corrupt);
 
 #ifdef __cplusplus

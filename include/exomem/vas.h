@@ -10,6 +10,12 @@
  * Switching in takes each segment's lock (shared for SEG_RDONLY, exclusive for SEG_RDWR)
  * in one global order (by segment id), and switching out releases it. The locks are OFD
  * record locks, which the kernel drops when the holder dies.
+ *
+ * Calls return 0 or a negative code (-EXO_..., error.h), set errno and exomem_last_error(),
+ * and leave the registry and the process as they were when they fail; seg.h says which
+ * registry failures any call may meet and how long the registry lock is waited for. All
+ * calls are thread-safe: a process's attachments are guarded by one mutex, which no call
+ * holds while it waits for another process (see vas_switch()).
  */
 #ifndef EXOMEM_VAS_H
 #define EXOMEM_VAS_H
@@ -71,47 +77,69 @@ enum vas_ctl_cmd {
                                only at home */
 };
 
-/* Create an empty VAS `name` with permission bits `mode`; store its id in *vid. */
+/* Create an empty VAS `name` with permission bits `mode`; store its id in *vid.
+ * -EXO_EEXIST, -EXO_EBADNAME, -EXO_ENAMETOOLONG, -EXO_EINVAL (vid NULL). Blocks on the
+ * registry lock. */
 int vas_create(const char *name, mode_t mode, vasid_t *vid);
 
-/* Look a VAS up by name. */
+/* Look a VAS up by name. -EXO_ENOENT, -EXO_EBADNAME, -EXO_ECORRUPT (a damaged or foreign
+ * name link), -EXO_EINVAL. Never blocks on locks. */
 int vas_find(const char *name, vasid_t *vid);
 
 /* Make a new VAS `new_name` listing the same segments (the segments are shared, not
- * copied) with the same mode. */
+ * copied) with the same mode. -EXO_ENOENT (no VAS vid), -EXO_EACCES (vid not readable),
+ * and vas_create()'s errors. Blocks on the registry lock. */
 int vas_clone(vasid_t vid, const char *new_name, vasid_t *new_vid);
 
 /* Delete a VAS from the registry; its segments remain. Processes that attached it keep
- * their attachment until they detach. */
+ * their attachment until they detach. -EXO_ENOENT, -EXO_EPERM (neither owner nor root).
+ * Blocks on the registry lock. */
 int vas_delete(vasid_t vid);
 
-/* Attach VAS `vid` to this process: open its segments (EXO_EACCES without permission) and
- * reserve their address ranges (EXO_EOVERLAP if a range overlaps a mapping that is not
- * exomem's). Nothing becomes visible until vas_switch(). */
+/* Attach VAS `vid` to this process: open its segments (-EXO_EACCES without permission) and
+ * reserve their address ranges (-EXO_EOVERLAP if a range overlaps a mapping that is not
+ * exomem's); store the handle in *vh. Nothing becomes visible until vas_switch().
+ * -EXO_ENOENT, -EXO_ETOOMANY (VAS_ATTACH_MAX attached), -EXO_EINVAL (vh NULL). Never
+ * blocks on locks. */
 int vas_attach(vasid_t vid, vhandle_t *vh);
 
-/* Detach an attachment; if it is current, the process first switches home. */
+/* Detach an attachment; if it is current, the process first switches home (releasing the
+ * segment locks). -EXO_EDETACHED for a handle that is not attached. Never waits for another
+ * process. A thread waiting in vas_switch() for this handle fails with -EXO_EDETACHED. */
 int vas_detach(vhandle_t vh);
 
 /* Make `vh`'s segments visible at their bases and hide the current VAS's, taking and
- * releasing segment locks; blocks while another process holds a conflicting lock.
- * vas_switch(VAS_HOME) returns to the original address space. EXO_EDETACHED for a handle
- * that is not attached. */
+ * releasing segment locks. vas_switch(VAS_HOME) returns to the original address space.
+ * BLOCKS, without a time limit, while another process holds a conflicting segment lock:
+ * the process then first goes home and drops every lock it holds (so two processes that
+ * each want the other's segments cannot deadlock), waits without holding the process's
+ * mutex (its other threads go on: they see vas_current() == VAS_HOME meanwhile, and may
+ * switch and allocate), and then tries again. Use vas_try_switch() never to wait.
+ * -EXO_EDETACHED (not attached, or detached by another thread during the wait),
+ * -EXO_ENOMEM (no address space to park the current VAS's segments, or mapping failed: the
+ * process is then at home holding nothing). */
 int vas_switch(vhandle_t vh);
 
-/* vas_switch() that fails with EXO_EBUSY, changing nothing, instead of waiting for a lock. */
+/* vas_switch() that fails with -EXO_EBUSY, changing nothing (same VAS, same locks, same
+ * mappings), instead of waiting for a lock. Never blocks. */
 int vas_try_switch(vhandle_t vh);
 
-/* The current attachment (VAS_HOME when none). */
+/* The current attachment (VAS_HOME when none). Never fails; never waits for another
+ * process (it takes the process's mutex briefly). */
 vhandle_t vas_current(void);
 
 /* Query or change a VAS, or the calling process's switching settings; see enum
- * vas_ctl_cmd. */
+ * vas_ctl_cmd. -EXO_EINVAL (unknown cmd, NULL or bad arg), -EXO_ENOENT, -EXO_EPERM
+ * (SET_MODE by neither owner nor root), -EXO_EACCES (SET_HEAP with a read-only segment),
+ * -EXO_EINUSE (SET_ENGINE or SET_LOCKING away from home). Registry commands block on the
+ * registry lock; process commands never block. */
 int vas_ctl(int cmd, vasid_t vid, void *arg);
 
 /* Fill out[0..cap) with the registry's VASes, sorted by id; *count gets how many there are.
  * Corrupt entries are skipped and counted in *corrupt (may be NULL); VASes whose mode does
- * not let the caller read them are skipped and not counted. */
+ * not let the caller read them are skipped and not counted. -EXO_EINVAL (count NULL, or out
+ * NULL with cap > 0), or the error of a registry directory that cannot be read (never an
+ * empty list instead). Takes the registry lock shared. */
 int vas_list(struct vas_info *out, size_t cap, size_t *count, size_t *corrupt);
 
 #ifdef __cplusplus

@@ -41,8 +41,15 @@
  * to the handler that was installed before (or the default action): a real crash still
  * crashes, with its usual signal and core.
  *
- * Every call returns 0 or a negative exomem error code, sets errno, and on failure leaves the
- * region and the memory as they were.
+ * Every call returns 0 or a negative exomem error code (-EXO_...), sets errno and
+ * exomem_last_error(), and on failure leaves the region and the memory as they were.
+ *
+ * Threads: calls on different regions never wait for each other. Calls on one region from
+ * several threads are safe (a short spin lock guards its page states; exo_vm_dirty() calls
+ * are serialised by a mutex), except exo_vm_region_destroy(), which must not race with any
+ * other call on the same region (as free() with the use of what it frees). The protection
+ * calls never block: with the uffd engine they are one ioctl each, with the signal engine
+ * one mprotect, and they may be called from a handler as said above.
  */
 #ifndef EXOMEM_VM_H
 #define EXOMEM_VM_H
@@ -107,40 +114,53 @@ typedef struct exo_vm_options {
     void *arg;              /* passed to the handler */
 } exo_vm_options;
 
-/* The page size the primitives work in (the base page size, 4096 here). */
+/* The page size the primitives work in (the base page size, 4096 here). Never fails. */
 size_t exo_vm_page_size(void);
 
-/* 0 if `engine` works on this kernel for a region with `flags`; else EXO_ENOTSUP and, when
- * why != NULL, a sentence saying what is missing. */
+/* 0 if `engine` works on this kernel for a region with `flags`; else -EXO_ENOTSUP and, when
+ * why != NULL, a sentence saying what is missing (-EXO_EINVAL for an unknown engine or
+ * flags). Probes the kernel once per engine (a userfaultfd is opened and closed); thread-safe. */
 int exo_vm_engine_supported(exo_vm_engine engine, unsigned flags, const char **why);
 
-/* Name of an engine ("signal", "uffd", "softdirty", "auto"); never NULL. */
+/* Name of an engine ("signal", "uffd", "softdirty", "auto"); never NULL, never fails. */
 const char *exo_vm_engine_name(exo_vm_engine engine);
 
 /* Make a region over [base, base+len), which must be page-aligned and mapped by the caller.
- * Everything starts accessible; a dirty-tracking region starts with no page dirty. Fails with
- * EXO_EALIGN, EXO_ENOTMAPPED (not all mapped), EXO_EOVERLAP (overlaps another region),
- * EXO_ENOTSUP (engine missing) or EXO_ENOMEM. */
+ * Everything starts accessible; a dirty-tracking region starts with no page dirty. Errors:
+ * -EXO_EALIGN, -EXO_ENOTMAPPED (not all mapped), -EXO_EOVERLAP (overlaps another region),
+ * -EXO_ENOTSUP (engine missing), -EXO_EINVAL (unknown flags, memory not writable where the
+ * engine or dirty tracking needs it, PROT_NONE memory), -EXO_ENOMEM. With the uffd engine a
+ * handler thread is started (and registration takes time in proportion to len). */
 int exo_vm_region_create(void *base, size_t len, const exo_vm_options *opt, exo_vm_region **out);
 
 /* Make the whole region accessible again, stop tracking, free the region. The memory stays
- * mapped and keeps its contents. */
+ * mapped and keeps its contents. -EXO_EINVAL for NULL. Blocks until the region's handler
+ * thread (uffd) has finished the fault it is handling; must not be called from a handler of
+ * the same region, nor while another thread uses the region. */
 int exo_vm_region_destroy(exo_vm_region *region);
 
-/* The engine a region actually uses (AUTO resolved). */
+/* The engine a region actually uses (AUTO resolved); EXO_VM_ENGINE_AUTO for NULL. Never
+ * fails otherwise; never blocks. */
 exo_vm_engine exo_vm_region_engine(const exo_vm_region *region);
 
-/* PROT1: set one page's accessibility (EXO_VM_NOACCESS or EXO_VM_READONLY). */
+/* PROT1: set one page's accessibility (EXO_VM_NOACCESS or EXO_VM_READONLY). -EXO_EINVAL (a
+ * dirty-tracking region, an access that is not an EXO_VM_ value, EXO_VM_NOACCESS with the
+ * uffd engine), -EXO_EALIGN / -EXO_ENOTMAPPED (page not a page of the region). */
 int exo_vm_prot1(exo_vm_region *region, void *page, int access);
 
 /* PROTN: set the accessibility of n pages, which need not be adjacent, in one call. With the
- * uffd engine this does not add mappings to the process however scattered the pages are. */
+ * uffd engine this does not add mappings to the process however scattered the pages are.
+ * Errors as exo_vm_prot1(), checked for every page before any changes; -EXO_ENOMEM when the
+ * signal engine would split the process's mappings past vm.max_map_count; after any
+ * failure the pages changed so far are put back, so nothing has changed. */
 int exo_vm_protn(exo_vm_region *region, void *const *pages, size_t n, int access);
 
-/* Set the accessibility of a page-aligned range inside the region (EXO_VM_READWRITE allowed). */
+/* Set the accessibility of a page-aligned range inside the region (EXO_VM_READWRITE
+ * allowed). Errors as exo_vm_prot1(). */
 int exo_vm_protect(exo_vm_region *region, void *addr, size_t len, int access);
 
-/* UNPROT: make one page fully accessible. */
+/* UNPROT: make one page fully accessible (as far as the memory allows). Errors as
+ * exo_vm_prot1(); with the uffd engine it also wakes a thread waiting on that page. */
 int exo_vm_unprot(exo_vm_region *region, void *page);
 
 /* Called by exo_vm_dirty for each run of adjacent dirty pages; return non-zero to stop (the
@@ -150,7 +170,10 @@ typedef int (*exo_vm_dirty_fn)(void *addr, size_t len, void *arg);
 /* DIRTY: report the pages of a dirty-tracking region written since the last call (or since
  * creation), in address order, and start tracking afresh for the pages reported. A page
  * written while the call runs is reported now or by the next call, never lost. Returns the
- * number of pages reported, or a negative error code. */
+ * number of pages reported, or a negative error code: -EXO_EINVAL (a trap region, or NULL).
+ * fn may be NULL: the pages are then counted and tracked afresh without a report.
+ * Blocks while another exo_vm_dirty() on the same region runs; takes time in proportion to
+ * the region (one PAGEMAP_SCAN, or a pass over the page states) plus the callbacks. */
 long exo_vm_dirty(exo_vm_region *region, exo_vm_dirty_fn fn, void *arg);
 
 /* MAP2: one piece of shared memory seen at two addresses. */
@@ -164,14 +187,18 @@ typedef struct exo_vm_map2 {
 } exo_vm_map2;
 
 /* MAP2 over fresh memory (a memfd of len bytes, zero-filled): view a gets access_a, view b
- * access_b (EXO_VM_*). Both views see every write at once: they are the same pages. */
+ * access_b (EXO_VM_*). Both views see every write at once: they are the same pages.
+ * -EXO_EINVAL (an access that is not an EXO_VM_ value, out NULL), -EXO_EALIGN (len not a
+ * multiple of the page size), -EXO_ESIZE (len 0), -EXO_ENOMEM. Never blocks; thread-safe. */
 int exo_vm_map2_create(size_t len, int access_a, int access_b, exo_vm_map2 *out);
 
 /* MAP2 over the caller's memory: len bytes of fd (a memfd, shm or exomem segment data file)
- * from offset off. The fd stays the caller's. */
+ * from offset off. The fd stays the caller's. Errors as exo_vm_map2_create(), and the
+ * kernel's for fd (-EXO_EACCES when fd is not open for the access asked). */
 int exo_vm_map2_fd(int fd, off_t off, size_t len, int access_a, int access_b, exo_vm_map2 *out);
 
-/* Unmap both views (and close the memfd if the map2 made it). */
+/* Unmap both views (and close the memfd if the map2 made it). -EXO_EINVAL for NULL. Must
+ * not race with another call on the same map2. */
 int exo_vm_map2_destroy(exo_vm_map2 *m);
 
 #ifdef __cplusplus
