@@ -8,6 +8,7 @@
 #include <exomem/vas.h>
 #include <exomem/alloc.h>
 #include <exomem/vm.h>
+#include <exomem/pager.h>
 
 #define EXOMEM_VERSION "0.1.0"
 

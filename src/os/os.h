@@ -111,6 +111,15 @@ int exo_os_prot(int access);
 /* Change access of [addr, addr+len) to EXO_ACCESS_NONE, _READ or _RW (access.h). */
 int exo_os_protect(uint64_t addr, uint64_t len, int access);
 
+/* Private anonymous memory of len bytes anywhere, read-write, not reserved (MAP_NORESERVE)
+ * and not inherited by a child (MADV_DONTFORK): for memory whose pages a pager fills.
+ * huge_2m: of 2 MiB hugetlb pages (MAP_HUGETLB), taken from the pool as they are filled. */
+int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr);
+
+/* Drop the pages of [addr, addr+len) (MADV_DONTNEED): private memory reads as missing (or
+ * zero) afterwards. */
+int exo_os_drop_pages(uint64_t addr, uint64_t len);
+
 /* Give [addr, addr+len) back to the kernel. */
 int exo_os_unmap(uint64_t addr, uint64_t len);
 
@@ -148,6 +157,8 @@ int exo_os_open(const char *path, int flags, mode_t mode);
  * or read-only: its OFD locks are its own, apart from fd's. */
 int exo_os_reopen(int fd, bool writable);
 int exo_os_close(int fd);
+/* Free the blocks of [off, off+len) of fd, keeping its size (a hole reads as zeros). */
+int exo_os_punch_hole(int fd, uint64_t off, uint64_t len);
 /* Read or write exactly len bytes at off; short read -> -EXO_ECORRUPT. */
 int exo_os_pread_all(int fd, void *buf, size_t len, off_t off);
 /* One pread of up to len bytes at off: the count read (0 at end of file) or -EXO_ code. */
@@ -195,6 +206,8 @@ long exo_os_page_size(void);
 void exo_os_yield(void);
 /* Sleep for ns nanoseconds (less if a signal comes). */
 void exo_os_sleep_ns(long ns);
+/* A monotonic clock in nanoseconds (async-signal-safe). */
+uint64_t exo_os_now_ns(void);
 /* Block every signal in the calling thread (*old gets the previous mask), and put a mask
  * back. For helper threads that must never run a handler. */
 int exo_os_block_signals(sigset_t *old);

@@ -54,6 +54,15 @@ int exo_os_reopen(int fd, bool writable)
     return exo_os_open(path, writable ? O_RDWR : O_RDONLY, 0);
 }
 
+int exo_os_punch_hole(int fd, uint64_t off, uint64_t len)
+{
+    if (exo_os_fault(EXO_FAULT_SIZE))
+        return -exo_os_code(errno);
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
 int exo_os_close(int fd)
 {
     /* Linux releases the descriptor even when close() reports EINTR: never retry. */

@@ -113,6 +113,34 @@ int exo_os_protect(uint64_t addr, uint64_t len, int access)
     return 0;
 }
 
+int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr)
+{
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (huge_2m ? MAP_HUGETLB : 0);
+#ifdef MAP_HUGE_2MB
+    if (huge_2m)
+        flags |= MAP_HUGE_2MB;
+#endif
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    if (madvise(p, len, MADV_DONTFORK) != 0) {
+        int e = errno;
+        munmap(p, len);
+        return -exo_os_code(e);
+    }
+    *addr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
+int exo_os_drop_pages(uint64_t addr, uint64_t len)
+{
+    if (madvise((void *)(uintptr_t)addr, len, MADV_DONTNEED) != 0)
+        return -exo_os_code(errno);
+    return 0;
+}
+
 int exo_os_unmap(uint64_t addr, uint64_t len)
 {
     if (munmap((void *)addr, len) != 0)

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <signal.h>
+#include <ucontext.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -41,6 +42,36 @@ void exo_os_signal_default(int sig)
     sigemptyset(&set);
     sigaddset(&set, sig);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+void exo_os_signal_chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *old)
+{
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) {
+            old->sa_sigaction(sig, si, ctx);
+            return;
+        }
+    } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+        return;
+    }
+    /* Default action. A fault raised by the hardware happens again when we return, this
+     * time without a handler, so the core shows the real faulting instruction; a signal
+     * sent by someone must be sent again. */
+    exo_os_signal_default(sig);
+    if (si->si_code <= 0)
+        exo_os_signal_thread(exo_os_gettid(), sig);
+}
+
+int exo_os_fault_is_write(void *ctx)
+{
+#if defined(__x86_64__)
+    const ucontext_t *uc = ctx;
+    return (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)ctx;
+    return -1;
+#endif
 }
 
 int exo_os_signal_thread(pid_t tid, int sig)

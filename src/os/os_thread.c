@@ -23,6 +23,13 @@ void exo_os_sleep_ns(long ns)
     nanosleep(&ts, NULL);
 }
 
+uint64_t exo_os_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 int exo_os_block_signals(sigset_t *old)
 {
     sigset_t all;

@@ -28,6 +28,22 @@
 #define UFFD_FEATURE_THREAD_ID (1 << 8)
 #endif
 
+/* Fault delivery as SIGBUS in the faulting thread (4.14), poisoned pages (6.6). */
+#ifndef UFFD_FEATURE_SIGBUS
+#define UFFD_FEATURE_SIGBUS (1 << 7)
+#endif
+#ifndef UFFD_FEATURE_POISON
+#define UFFD_FEATURE_POISON (1 << 14)
+#endif
+/* UFFDIO_POISON: mark missing pages so that an access raises SIGBUS (BUS_MCEERR_AR). */
+struct exo_uffdio_poison {
+    uint64_t start;
+    uint64_t len;
+    uint64_t mode; /* bit 0: don't wake */
+    int64_t updated;
+};
+#define EXO_UFFDIO_POISON _IOWR(UFFDIO, 0x08, struct exo_uffdio_poison)
+
 /* PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap (6.7): page categories. */
 #define EXO_PAGE_IS_WPALLOWED (UINT64_C(1) << 0)
 #define EXO_PAGE_IS_WRITTEN (UINT64_C(1) << 1)

@@ -57,13 +57,14 @@ int exo_os_uffd_open(uint64_t features, uint64_t *got, int *fd, const char **why
     return 0;
 }
 
-int exo_os_uffd_register_wp(int fd, uint64_t addr, uint64_t len, uint64_t *ioctls)
+int exo_os_uffd_register(int fd, uint64_t addr, uint64_t len, bool missing, bool wp,
+                         uint64_t *ioctls)
 {
     struct uffdio_register reg;
     memset(&reg, 0, sizeof reg);
     reg.range.start = addr;
     reg.range.len = len;
-    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    reg.mode = (missing ? UFFDIO_REGISTER_MODE_MISSING : 0) | (wp ? UFFDIO_REGISTER_MODE_WP : 0);
     if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0)
         return errno == EINVAL ? -EXO_ENOTSUP : -exo_os_code(errno);
     if (ioctls)
@@ -89,6 +90,61 @@ int exo_os_uffd_wp(int fd, uint64_t addr, uint64_t len, bool protect, bool dontw
               (dontwake ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0);
     for (;;) {
         if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp) == 0)
+            return 0;
+        if (errno != EAGAIN && errno != EINTR)
+            return -exo_os_code(errno);
+    }
+}
+
+int exo_os_uffd_copy(int fd, uint64_t dst, const void *src, uint64_t len, bool wp, bool dontwake)
+{
+    struct uffdio_copy copy;
+    memset(&copy, 0, sizeof copy);
+    copy.dst = dst;
+    copy.src = (uint64_t)(uintptr_t)src;
+    copy.len = len;
+    copy.mode = (wp ? UFFDIO_COPY_MODE_WP : 0) | (dontwake ? UFFDIO_COPY_MODE_DONTWAKE : 0);
+    for (;;) {
+        if (exo_os_fault(EXO_FAULT_MAP))
+            return -exo_os_code(errno);
+        copy.copy = 0;
+        if (ioctl(fd, UFFDIO_COPY, &copy) == 0)
+            return 0;
+        /* EAGAIN: the address space changed meanwhile (or a partial copy): go on from where
+         * the kernel stopped. */
+        if (errno == EAGAIN && copy.copy > 0) {
+            copy.dst += (uint64_t)copy.copy;
+            copy.src += (uint64_t)copy.copy;
+            copy.len -= (uint64_t)copy.copy;
+            continue;
+        }
+        if (errno != EAGAIN && errno != EINTR)
+            return -exo_os_code(errno);
+    }
+}
+
+int exo_os_uffd_zeropage(int fd, uint64_t dst, uint64_t len, bool dontwake)
+{
+    struct uffdio_zeropage zero;
+    memset(&zero, 0, sizeof zero);
+    zero.range.start = dst;
+    zero.range.len = len;
+    zero.mode = dontwake ? UFFDIO_ZEROPAGE_MODE_DONTWAKE : 0;
+    for (;;) {
+        zero.zeropage = 0;
+        if (ioctl(fd, UFFDIO_ZEROPAGE, &zero) == 0)
+            return 0;
+        if (errno != EAGAIN && errno != EINTR)
+            return -exo_os_code(errno);
+    }
+}
+
+int exo_os_uffd_poison(int fd, uint64_t addr, uint64_t len)
+{
+    struct exo_uffdio_poison poison = {.start = addr, .len = len};
+    for (;;) {
+        poison.updated = 0;
+        if (ioctl(fd, EXO_UFFDIO_POISON, &poison) == 0)
             return 0;
         if (errno != EAGAIN && errno != EINTR)
             return -exo_os_code(errno);

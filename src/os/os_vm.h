@@ -42,6 +42,13 @@ int exo_os_signal_restore(int sig, const struct sigaction *act);
  * from a fault handler makes the access fault again and take the default action. */
 void exo_os_signal_default(int sig);
 
+/* Pass a fault signal on to the action `old` that was installed before ours, as if ours had
+ * never been there: call its handler, or take the default action (async-signal-safe). */
+void exo_os_signal_chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *old);
+
+/* From a fault handler's context: 1 if the access was a write, 0 a read, -1 unknown. */
+int exo_os_fault_is_write(void *ctx);
+
 /* Send sig to one thread of this process (async-signal-safe). */
 int exo_os_signal_thread(pid_t tid, int sig);
 
@@ -56,14 +63,29 @@ pid_t exo_os_gettid(void);
  * which step failed. */
 int exo_os_uffd_open(uint64_t features, uint64_t *got, int *fd, const char **why);
 
-/* Register [addr, addr+len) for write-protect faults; *ioctls receives the range ioctls
- * the kernel allows there (bit _UFFDIO_WRITEPROTECT etc.). */
-int exo_os_uffd_register_wp(int fd, uint64_t addr, uint64_t len, uint64_t *ioctls);
+/* Register [addr, addr+len) for missing-page and/or write-protect faults; *ioctls (may be
+ * NULL) receives the range ioctls the kernel allows there (bit _UFFDIO_WRITEPROTECT etc.).
+ * -EXO_ENOTSUP when the kernel refuses the modes for that memory. */
+int exo_os_uffd_register(int fd, uint64_t addr, uint64_t len, bool missing, bool wp,
+                         uint64_t *ioctls);
 int exo_os_uffd_unregister(int fd, uint64_t addr, uint64_t len);
 
 /* Write-protect (protect=true) or unprotect [addr, addr+len); unprotecting wakes the
- * threads waiting there unless dontwake. */
+ * threads waiting there unless dontwake (the kernel refuses dontwake with protect). */
 int exo_os_uffd_wp(int fd, uint64_t addr, uint64_t len, bool protect, bool dontwake);
+
+/* Fill the missing pages [dst, dst+len) with a copy of src (UFFDIO_COPY), write-protected
+ * when `wp`; wakes the threads waiting there unless dontwake. -EXO_EEXIST when a page is
+ * there already. A fault kind "map" (os.h) can make it fail on purpose. */
+int exo_os_uffd_copy(int fd, uint64_t dst, const void *src, uint64_t len, bool wp, bool dontwake);
+
+/* Fill the missing pages [dst, dst+len) with the shared zero page (UFFDIO_ZEROPAGE). */
+int exo_os_uffd_zeropage(int fd, uint64_t dst, uint64_t len, bool dontwake);
+
+/* Mark the missing pages [addr, addr+len) poisoned (UFFDIO_POISON) and wake the threads
+ * waiting there: their access, and every later one until the pages are dropped, raises
+ * SIGBUS. Needs UFFD_FEATURE_POISON. */
+int exo_os_uffd_poison(int fd, uint64_t addr, uint64_t len);
 
 /* Wake the threads waiting on faults in [addr, addr+len). */
 int exo_os_uffd_wake(int fd, uint64_t addr, uint64_t len);

@@ -22,33 +22,7 @@ static __thread uintptr_t stale_addr __attribute__((tls_model("initial-exec")));
 /* Pass a fault on as if we had never been installed. */
 static void chain(int sig, siginfo_t *si, void *ctx)
 {
-    const struct sigaction *old = sig == SIGBUS ? &old_bus : &old_segv;
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction) {
-            old->sa_sigaction(sig, si, ctx);
-            return;
-        }
-    } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-        old->sa_handler(sig);
-        return;
-    }
-    /* Default action. A fault raised by the hardware happens again when we return, this
-     * time without a handler, so the core shows the real faulting instruction; a signal
-     * sent by someone must be sent again. */
-    exo_os_signal_default(sig);
-    if (si->si_code <= 0)
-        exo_os_signal_thread(exo_os_gettid(), sig);
-}
-
-static int fault_is_write(void *ctx)
-{
-#if defined(__x86_64__)
-    const ucontext_t *uc = ctx;
-    return (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
-#else
-    (void)ctx;
-    return -1;
-#endif
+    exo_os_signal_chain(sig, si, ctx, sig == SIGBUS ? &old_bus : &old_segv);
 }
 
 /* The page looks accessible: let the access retry once (a protection change may have
@@ -90,7 +64,7 @@ static exo_vm_action on_trap_fault(struct exo_vm_region *r, uintptr_t addr, void
     uintptr_t page = addr & ~(uintptr_t)(exo_vm_page() - 1);
     size_t idx = vm_page_index(r, page);
     int s = atomic_load(&r->state[idx]);
-    int is_write = fault_is_write(ctx);
+    int is_write = exo_os_fault_is_write(ctx);
     if (s >= r->max_access || (s == EXO_VM_READONLY && is_write == 0))
         return retry_once(addr);
     stale_addr = 0;

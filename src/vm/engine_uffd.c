@@ -139,7 +139,7 @@ int exo_vm_uffd_create(struct exo_vm_region *r, bool shmem)
     if (rc)
         return create_fail(r, rc, why);
     uint64_t ioctls = 0;
-    rc = exo_os_uffd_register_wp(r->uffd, r->base, r->len, &ioctls);
+    rc = exo_os_uffd_register(r->uffd, r->base, r->len, false, true, &ioctls);
     if (rc == -EXO_ENOTSUP)
         return create_fail(r, rc, "userfaultfd cannot write-protect this memory (it works on "
                                   "anonymous, memfd/shm and hugetlbfs memory)");

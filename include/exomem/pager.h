@@ -1,0 +1,207 @@
+/* Application-level pager (AVM, Engler, Gupta and Kaashoek): memory whose residency the
+ * application controls.
+ *
+ * A pager region is a range of memory of any size (larger than RAM included) used through
+ * plain loads and stores. At most `budget` bytes of it are resident at a time; the rest lives
+ * in a backing store the application chooses. The application also chooses the replacement
+ * policy, the structure that maps units to frames and store slots (the paper's point that
+ * page tables belong to the application), and the unit of paging, 4 KiB or 2 MiB.
+ *
+ * How it works on Linux (docs/pager.md): the region is private anonymous memory registered
+ * with userfaultfd. A missing unit is filled with UFFDIO_COPY from the store, or with zeros
+ * for a unit never written, installed write-protected so that the first write is seen (the
+ * unit is then dirty and unprotected). Eviction drops a clean unit at once; a dirty one is
+ * write-protected first (writers wait), written to the store, then dropped. Nothing written
+ * is lost: a unit is dropped only once the store holds what it held.
+ *
+ * Faults are delivered either to handler threads that read the userfaultfd
+ * (EXO_PAGER_THREADS), or to the faulting thread itself as SIGBUS (EXO_PAGER_SIGBUS, with
+ * UFFD_FEATURE_SIGBUS), whose handler resolves the fault in that thread. A fault the store
+ * cannot serve after a bounded retry is delivered as SIGBUS to the faulting thread with the
+ * previous SIGBUS action (a crash by default); exo_pager_last_failure() says why.
+ *
+ * Calls return 0 or a negative code (-EXO_..., error.h), set errno and exomem_last_error(),
+ * and leave the region as it was when they fail. All calls are thread-safe; those that move
+ * data (advise, discard, flush, destroy) block while the region's lock is held by a fault
+ * being served, and for the store's I/O.
+ */
+#ifndef EXOMEM_PAGER_H
+#define EXOMEM_PAGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct exo_pager exo_pager;             /* a pager region */
+typedef struct exo_pager_store exo_pager_store; /* a backing store */
+
+#define EXO_PAGER_UNIT_4K ((size_t)4 << 10)
+#define EXO_PAGER_UNIT_2M ((size_t)2 << 20)
+
+/* Replacement policies. References are what user space can see on this kernel (it has no
+ * accessed bits for user space): a unit is referenced when it is filled and when it is first
+ * written after a fill or a sample; docs/pager.md says what each policy makes of that. */
+typedef enum exo_pager_policy {
+    EXO_PAGER_FIFO = 1,   /* evict the unit filled longest ago */
+    EXO_PAGER_CLOCK,      /* second chance: a referenced unit is passed over once */
+    EXO_PAGER_LRU,        /* evict the unit referenced longest ago */
+    EXO_PAGER_MRU,        /* evict the unit referenced most recently (cyclic scans) */
+    EXO_PAGER_CUSTOM,     /* the application's callbacks (struct exo_pager_callbacks) */
+} exo_pager_policy;
+
+/* Structures mapping a unit to its frame or store slot. */
+typedef enum exo_pager_table {
+    EXO_PAGER_TABLE_RADIX = 1, /* a 4-level tree of 512-entry nodes: O(1), dense or sparse */
+    EXO_PAGER_TABLE_HASH,      /* open addressing: O(1) expected, memory per unit in use */
+    EXO_PAGER_TABLE_VECTOR,    /* sorted vector, binary search (AVM's prototype) */
+} exo_pager_table;
+
+/* Who serves faults. */
+typedef enum exo_pager_delivery {
+    EXO_PAGER_THREADS = 1, /* handler threads read fault events from the userfaultfd */
+    EXO_PAGER_SIGBUS,      /* the faulting thread serves its own fault in a SIGBUS handler */
+} exo_pager_delivery;
+
+/* A policy the application writes (EXO_PAGER_CUSTOM). Every callback runs with the region's
+ * lock held, in a handler thread or (EXO_PAGER_SIGBUS) a signal handler: it must not touch
+ * the region's memory, call into this pager, or block. Units are indexes from the region's
+ * start, in units of the region's unit size. */
+typedef struct exo_pager_callbacks {
+    void (*filled)(void *arg, size_t unit, int write);     /* unit became resident */
+    void (*referenced)(void *arg, size_t unit, int write); /* a resident unit was used */
+    /* Choose a resident, unpinned unit to evict; return SIZE_MAX to let FIFO choose. */
+    size_t (*victim)(void *arg);
+    void (*evicted)(void *arg, size_t unit);               /* unit is no longer resident */
+    void *arg;
+} exo_pager_callbacks;
+
+/* How a region is made. Zero-initialise, then set what you need. */
+typedef struct exo_pager_options {
+    size_t size;               /* bytes, a multiple of unit (required) */
+    size_t budget;             /* bytes that may be resident, at least one unit (required) */
+    size_t unit;               /* EXO_PAGER_UNIT_4K (default when 0) or EXO_PAGER_UNIT_2M */
+    exo_pager_policy policy;   /* default FIFO */
+    exo_pager_table table;     /* default RADIX */
+    exo_pager_delivery delivery; /* default THREADS */
+    unsigned threads;          /* handler threads for EXO_PAGER_THREADS (default 1) */
+    unsigned readahead;        /* units filled after a faulting one (0: none) */
+    exo_pager_store *store;    /* required; stays the caller's (close it after the region) */
+    exo_pager_callbacks callbacks; /* EXO_PAGER_CUSTOM only */
+} exo_pager_options;
+
+/* exo_pager_advise() hints. */
+typedef enum exo_pager_advice {
+    EXO_PAGER_WILLNEED = 1, /* fill the range now, as far as the budget allows */
+    EXO_PAGER_DONTNEED,     /* evict the range now (dirty units are written first) */
+    EXO_PAGER_SEQUENTIAL,   /* faults in the range fill `arg` more units after the faulting one */
+    EXO_PAGER_PIN,          /* fill the range and never evict it (until UNPIN) */
+    EXO_PAGER_UNPIN,
+} exo_pager_advice;
+
+/* Counters since the region was made. */
+#define EXO_PAGER_LATENCY_BUCKETS 32
+typedef struct exo_pager_stats {
+    uint64_t faults;           /* missing units filled on demand */
+    uint64_t write_faults;     /* first writes to clean resident units */
+    uint64_t zero_fills;       /* fills of units never written */
+    uint64_t store_reads;      /* fills from the store */
+    uint64_t readaheads;       /* units filled by read-ahead or WILLNEED */
+    uint64_t evictions;        /* units dropped */
+    uint64_t writebacks;       /* dirty units written to the store */
+    uint64_t store_errors;     /* store calls that failed (each retried, then reported) */
+    uint64_t resident_bytes;   /* now */
+    uint64_t dirty_bytes;      /* now */
+    uint64_t budget_bytes;
+    uint64_t table_bytes;      /* memory of the page-table structure now */
+    /* Fault service time (fault event read to unit installed): latency[i] counts faults that
+     * took [2^i, 2^(i+1)) ns. */
+    uint64_t latency[EXO_PAGER_LATENCY_BUCKETS];
+} exo_pager_stats;
+
+/* ---- stores ---- */
+
+/* A store in a file: unit u at offset u * unit size, a sparse file that grows as units are
+ * written (created if missing, mode 0600; an existing file's data is reused, so a region made
+ * again over it sees what was written). -EXO_EINVAL (path NULL), the kernel's open errors.
+ * Served with pread/pwrite. Usable from SIGBUS delivery. */
+int exo_pager_store_file(const char *path, exo_pager_store **out);
+
+/* Compression for exo_pager_store_memory(). */
+typedef enum exo_pager_compression {
+    EXO_PAGER_PLAIN = 0, /* units copied as they are */
+    EXO_PAGER_LZ4,       /* Debian's liblz4, fast */
+    EXO_PAGER_ZSTD,      /* Debian's libzstd, level 1: smaller, slower */
+} exo_pager_compression;
+
+/* A store in this process's memory (outside the budget), each unit kept compressed:
+ * Appel and Li's data-compression paging. A unit of zeros takes no memory. -EXO_EINVAL for
+ * an unknown compression. */
+int exo_pager_store_memory(exo_pager_compression compression, exo_pager_store **out);
+
+/* Bytes a store holds (compressed, for the memory store; allocated blocks for the file) and
+ * units it holds. Never fails for a valid store (-EXO_EINVAL for NULL). */
+int exo_pager_store_usage(exo_pager_store *store, uint64_t *bytes, uint64_t *units);
+
+/* Close a store no region uses any more (-EXO_EBUSY while one does). The file store's file
+ * stays. */
+int exo_pager_store_close(exo_pager_store *store);
+
+/* Test hook: make the store's next `count` reads or writes fail with -EXO_EIO (count 0:
+ * stop), as a disk or server failure would. */
+int exo_pager_store_fail(exo_pager_store *store, unsigned count);
+
+/* ---- regions ---- */
+
+/* Make a region as opt says and store it in *out. -EXO_EINVAL (size or budget 0, not a
+ * multiple of unit, budget above size, an unknown policy/table/delivery, CUSTOM without a
+ * victim callback, no store, threads > 64), -EXO_ENOTSUP (userfaultfd or a needed feature
+ * missing, with the reason in exomem_last_error()), -EXO_ENOMEM, -EXO_EBUSY (the store serves
+ * another region). Starts the handler threads (EXO_PAGER_THREADS) or installs the SIGBUS
+ * handler (EXO_PAGER_SIGBUS). */
+int exo_pager_create(const exo_pager_options *opt, exo_pager **out);
+
+/* The region's first byte (the region is size bytes from there), or NULL for NULL. Never
+ * fails otherwise; never blocks. */
+void *exo_pager_base(const exo_pager *pager);
+
+/* Write every dirty unit to the store, then unmap the region and free it. A unit the store
+ * cannot take (after a bounded retry) is lost with the region: -EXO_EIO then, the region
+ * freed all the same. -EXO_EINVAL for NULL. Blocks for the write-back. Must not race with
+ * accesses to the region or other calls on it. */
+int exo_pager_destroy(exo_pager *pager);
+
+/* A hint about [addr, addr+len), which must lie in the region (-EXO_EINVAL otherwise; addr
+ * and len are rounded out to units). SEQUENTIAL takes arg units of read-ahead; the others
+ * ignore arg. PIN fails with -EXO_ENOMEM when the pinned units would fill the budget (one
+ * unit must stay free to serve faults). Blocks for the I/O. -EXO_EIO when the store fails. */
+int exo_pager_advise(exo_pager *pager, void *addr, size_t len, exo_pager_advice advice,
+                     size_t arg);
+
+/* Forget [addr, addr+len) (rounded in to whole units): resident units are dropped without
+ * write-back and the store forgets them, so they read as zeros afterwards. -EXO_EINVAL
+ * outside the region. Never blocks for I/O except the store's discard. */
+int exo_pager_discard(exo_pager *pager, void *addr, size_t len);
+
+/* Write every dirty unit to the store; they stay resident, clean. -EXO_EIO when the store
+ * fails (the units that could not be written stay dirty). Blocks for the I/O. */
+int exo_pager_flush(exo_pager *pager);
+
+/* Copy the region's counters into *out. -EXO_EINVAL for NULL. Never blocks for I/O. */
+int exo_pager_get_stats(exo_pager *pager, exo_pager_stats *out);
+
+/* Why the last fault of this region that could not be served failed ("store read of unit 7
+ * failed: Input/output error"), or "" when none has. The text is valid until the region is
+ * destroyed. Never fails. */
+const char *exo_pager_last_failure(const exo_pager *pager);
+
+/* Names, for messages and reports; never NULL. */
+const char *exo_pager_policy_name(exo_pager_policy policy);
+const char *exo_pager_table_name(exo_pager_table table);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
