@@ -4,6 +4,7 @@
 #include "test_vm_util.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -94,27 +95,42 @@ static void exact_sets(exo_vm_engine engine)
 }
 
 /* --- a writer thread during the calls: the callback copies each reported page into a
- * shadow (an incremental checkpoint); at the end the shadow must equal the memory. --- */
+ * shadow (an incremental checkpoint); at the end the shadow must equal the memory.
+ *
+ * Overlap is arranged, not hoped for: every callback (which runs inside exo_vm_dirty(), with
+ * runs of the scan still to come) asks the writer for a burst of writes to random pages and
+ * waits until it is done, so writes land on pages already reported, pages being reported and
+ * pages not reported yet, all while the call runs. Between calls the writer keeps writing.
+ * The test needs OVERLAPS such bursts inside calls, and that no write is lost. --- */
 
 #define CPAGES 256
+#define BURST 64
+#define OVERLAPS 300
 
 struct race {
     uint64_t *mem;
     uint64_t shadow[CPAGES];
-    atomic_int done;
-    long reports;
+    atomic_int stop;
+    atomic_int burst;     /* 1: the callback asks for a burst; 2: the writer did it */
+    atomic_long writes;
+    long reports, overlaps;
 };
 
 static void *race_writer(void *p)
 {
     struct race *s = p;
-    uint64_t x = 88172645463325252ull;
-    for (uint64_t v = 1; v <= 200000; v++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        size_t page = (size_t)(x % CPAGES);
-        __atomic_store_n(&s->mem[page * (PG / 8)], v, __ATOMIC_RELAXED);
+    uint64_t x = 88172645463325252ull, v = 0;
+    while (!atomic_load(&s->stop)) {
+        int burst = atomic_load(&s->burst) == 1;
+        for (int k = 0; k < (burst ? BURST : 1); k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t page = (size_t)(x % CPAGES);
+            __atomic_store_n(&s->mem[page * (PG / 8)], ++v, __ATOMIC_RELAXED);
+        }
+        atomic_fetch_add(&s->writes, burst ? BURST : 1);
+        if (burst)
+            atomic_store(&s->burst, 2);
     }
-    atomic_store(&s->done, 1);
     return NULL;
 }
 
@@ -126,6 +142,13 @@ static int race_copy(void *addr, size_t len, void *arg)
         s->shadow[i] = __atomic_load_n(&s->mem[i * (PG / 8)], __ATOMIC_RELAXED);
     }
     s->reports++;
+    if (!atomic_load(&s->stop)) { /* a burst of writes while this call is running */
+        atomic_store(&s->burst, 1);
+        while (atomic_load(&s->burst) != 2)
+            sched_yield();
+        atomic_store(&s->burst, 0);
+        s->overlaps++;
+    }
     return 0;
 }
 
@@ -140,10 +163,11 @@ static void concurrent_writer(exo_vm_engine engine)
     pthread_t t;
     CHECK(pthread_create(&t, NULL, race_writer, &s) == 0);
     long calls = 0;
-    while (!atomic_load(&s.done)) {
+    while (s.overlaps < OVERLAPS || atomic_load(&s.writes) < 100000) {
         CHECK(exo_vm_dirty(r, race_copy, &s) >= 0);
-        calls++;
+        CHECK(++calls < 10000000); /* the writer never made anything dirty: broken */
     }
+    atomic_store(&s.stop, 1);
     pthread_join(t, NULL);
     CHECK(exo_vm_dirty(r, race_copy, &s) >= 0);
     for (size_t i = 0; i < CPAGES; i++)
@@ -152,8 +176,10 @@ static void concurrent_writer(exo_vm_engine engine)
                     (unsigned long long)s.mem[i * (PG / 8)], (unsigned long long)s.shadow[i]);
             exit(1);
         }
-    printf("  %s: %ld dirty calls during 200000 writes, %ld runs reported, none lost\n",
-           exo_vm_engine_name(engine), calls, s.reports);
+    CHECK(s.overlaps >= OVERLAPS);
+    printf("  %s: %ld dirty calls, %ld bursts of %d writes inside a call, %ld writes in all, "
+           "%ld runs reported, none lost\n", exo_vm_engine_name(engine), calls, s.overlaps,
+           BURST, (long)atomic_load(&s.writes), s.reports);
     CHECK_OK(exo_vm_region_destroy(r));
     munmap(s.mem, CPAGES * PG);
 }
