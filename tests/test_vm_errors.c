@@ -2,6 +2,7 @@
  * and changes nothing. Also an engine the kernel lacks (softdirty here; uffd when
  * EXOMEM_VM_DISABLE_UFFD is set) is refused at region creation. */
 #include "test_vm_util.h"
+#include "os/os.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -158,8 +159,10 @@ static void memory_kinds(int uffd)
     CHECK(file != MAP_FAILED);
     exo_vm_region *r;
     exo_vm_options opt = {.engine = EXO_VM_ENGINE_UFFD};
+    int uffd_on_file = 0;
     if (uffd) {
         int rc = exo_vm_region_create(file, 4 * PG, &opt, &r);
+        uffd_on_file = rc == 0;
         if (rc == 0) {
             printf("uffd write-protects regular files here\n");
             CHECK_OK(exo_vm_region_destroy(r));
@@ -168,9 +171,11 @@ static void memory_kinds(int uffd)
             printf("uffd on a regular file: %s\n", exomem_last_error());
         }
     }
+    /* vm.h: AUTO "picks uffd where it works, else signal". */
     opt.engine = EXO_VM_ENGINE_AUTO;
     CHECK_OK(exo_vm_region_create(file, 4 * PG, &opt, &r));
     printf("AUTO on a regular file: %s\n", exo_vm_engine_name(exo_vm_region_engine(r)));
+    CHECK_EQ(exo_vm_region_engine(r), uffd_on_file ? EXO_VM_ENGINE_UFFD : EXO_VM_ENGINE_SIGNAL);
     CHECK_OK(exo_vm_region_destroy(r));
     munmap(file, 4 * PG);
     close(fd);
@@ -193,6 +198,37 @@ static void memory_kinds(int uffd)
         CHECK_ERR(exo_vm_region_create(ro, 4 * PG, &opt, &r), EXO_EINVAL);
     }
     munmap(ro, 4 * PG);
+}
+
+/* A protection change that the kernel refuses part-way (an injected EIO on the first or the
+ * second of its system calls) changes nothing: every page stays writable without a trap
+ * (`never` would fail the test), and the region works afterwards. */
+static void failed_protect_changes_nothing(exo_vm_engine engine)
+{
+    char *mem = vm_test_map(8 * PG);
+    exo_vm_region *r;
+    exo_vm_options opt = {.engine = engine, .handler = never};
+    CHECK_OK(exo_vm_region_create(mem, 8 * PG, &opt, &r));
+    void *scattered[] = {mem, mem + 2 * PG, mem + 4 * PG, mem + 6 * PG}; /* four runs */
+    exo_os_fault_arm(EXO_FAULT_PROTECT, 1, EIO);
+    CHECK_ERR(exo_vm_protect(r, mem, 8 * PG, EXO_VM_READONLY), EXO_EIO);
+    exo_os_fault_disarm();
+    CHECK(strstr(exomem_last_error(), "nothing changed"));
+    for (unsigned long nth = 1; nth <= 3; nth++) { /* fail the first, second, third run */
+        exo_os_fault_arm(EXO_FAULT_PROTECT, nth, EIO);
+        CHECK_ERR(exo_vm_protn(r, scattered, 4, EXO_VM_READONLY), EXO_EIO);
+        CHECK(exo_os_fault_fired());
+        exo_os_fault_disarm();
+        CHECK(strstr(exomem_last_error(), "nothing changed"));
+    }
+    for (size_t i = 0; i < 8; i++)
+        mem[i * PG] = (char)i; /* a trap here runs `never` */
+    CHECK_OK(exo_vm_protn(r, scattered, 4, EXO_VM_READONLY)); /* and it works afterwards */
+    for (size_t i = 0; i < 4; i++)
+        CHECK_OK(exo_vm_unprot(r, scattered[i]));
+    mem[6 * PG] = 6;
+    CHECK_OK(exo_vm_region_destroy(r));
+    munmap(mem, 8 * PG);
 }
 
 static void map2_errors(void)
@@ -224,6 +260,9 @@ int main(void)
     if (uffd)
         call_errors(EXO_VM_ENGINE_UFFD);
     memory_kinds(uffd);
+    failed_protect_changes_nothing(EXO_VM_ENGINE_SIGNAL);
+    if (uffd)
+        failed_protect_changes_nothing(EXO_VM_ENGINE_UFFD);
     map2_errors();
     printf("ok\n");
     return 0;

@@ -88,6 +88,8 @@ int exo_os_uffd_wp(int fd, uint64_t addr, uint64_t len, bool protect, bool dontw
     wp.range.len = len;
     wp.mode = (protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
               (dontwake ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0);
+    if (exo_os_fault(EXO_FAULT_PROTECT))
+        return -exo_os_code(errno);
     for (;;) {
         if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp) == 0)
             return 0;
