@@ -471,6 +471,38 @@ static void bench_scaling(void)
 
 /* ---- mapping count after PROTN of 100,000 scattered pages ---- */
 
+#define PROTN_SAMPLE 100
+
+/* Write to PROTN_SAMPLE of the n protected pages (each must trap once: the handler
+ * unprotects it) and to pages outside the list (none may trap). False, with a failure line,
+ * when the protection was not what PROTN was asked for. */
+static bool protn_took_effect(void *const *pages, size_t n, char *base, size_t bytes,
+                              const char *params)
+{
+    long f0 = faults_now();
+    size_t step = n / PROTN_SAMPLE;
+    for (size_t i = 0; i < PROTN_SAMPLE; i++)
+        ((volatile char *)pages[i * step])[0] = 1;
+    long trapped = faults_now() - f0;
+    /* PROTN_SAMPLE pages spread over the region that are not in the list: none may trap. */
+    long f1 = faults_now();
+    for (size_t k = 0; k < PROTN_SAMPLE; k++) {
+        char *pg = base + k * (bytes / PG / PROTN_SAMPLE) * PG;
+        bool listed = false;
+        for (size_t i = 0; i < n && !listed; i++)
+            listed = pages[i] == pg;
+        if (!listed)
+            ((volatile char *)pg)[0] = 1;
+    }
+    long stray = faults_now() - f1;
+    if (trapped == PROTN_SAMPLE && stray == 0)
+        return true;
+    char what[160];
+    snprintf(what, sizeof what, "PROTN did not protect as asked: %ld of %d sampled pages "
+             "trapped, %ld unlisted pages trapped", trapped, PROTN_SAMPLE, stray);
+    return vmb_failed(params, what);
+}
+
 static void bench_mappings(void)
 {
     size_t bytes = GIB, npages = bytes / PG;
@@ -506,7 +538,11 @@ static void bench_mappings(void)
             vmb_emit("vm_mappings", "mappings", (double)before, p2, NULL);
             snprintf(p2, sizeof p2, "%s,\"stage\":\"after\"", params);
             vmb_emit("vm_mappings", "mappings", (double)after, p2, rc ? note : NULL);
-            if (rc == 0)
+            /* A PROTN that did nothing would meet the mapping target: check that the pages
+             * really trap (a sample of them, and none of their unprotected neighbours). */
+            if (rc == 0 && !protn_took_effect(pages, counts[c], base, bytes, params))
+                rc = -EXO_EIO;
+            else if (rc == 0)
                 vmb_emit("vm_protn_scattered", "ms", ms, params, NULL);
             else
                 vmb_skip(params, note);
@@ -539,5 +575,10 @@ int main(int argc, char **argv)
     bench_mappings();
     bench_scaling();
     vmb_emit("vm_loadavg", "load", vmb_loadavg(), "\"when\":\"end\"", NULL);
+    if (vmb_failure_count()) {
+        fprintf(stderr, "bench_vm: %d measurements failed (see the skip lines)\n",
+                vmb_failure_count());
+        return 1;
+    }
     return 0;
 }

@@ -159,8 +159,16 @@ size_t vmb_mem_available(void)
     return kib * 1024;
 }
 
+static int failures;
+
+int vmb_failure_count(void)
+{
+    return failures;
+}
+
 bool vmb_failed(const char *params, const char *what)
 {
+    failures++;
     char msg[512];
     snprintf(msg, sizeof msg, "%s: %s", what, exomem_last_error());
     vmb_skip(params, msg);

@@ -74,6 +74,8 @@ size_t vmb_mem_available(void);
 
 /* A skip line for params saying "<what>: <exomem_last_error()>". Returns false. */
 bool vmb_failed(const char *params, const char *what);
+/* How many vmb_failed() there were: a benchmark that had any exits non-zero. */
+int vmb_failure_count(void);
 
 /* Emit DIRTY cycles for n engines, engine i on [bases[i], bases[i]+bytes) (populated memory
  * the caller owns): two warm-up cycles, then `cycles` measured ones, each writing the same 1%
