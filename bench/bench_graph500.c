@@ -162,7 +162,7 @@ static int measure(void *arg)
         if (rc < 0)
             bench_die("g500_bfs", rc);
         int64_t edges = 0;
-        int failed = g500_validate(el, keys[k], parent, &g500_malloc_allocator, &edges);
+        int failed = g500_validate(el, g, keys[k], parent, &g500_malloc_allocator, &edges);
         validating += bench_now_ns() - t1;
         searching += t1 - t0;
         if (failed < 0)

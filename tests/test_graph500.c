@@ -33,7 +33,7 @@ static void check_search(const struct g500_edgelist *el, int64_t key, const int6
         CHECK_EQ(parent[v], parents[v]);
         CHECK_EQ(level[v], levels[v]);
     }
-    CHECK_EQ(g500_validate(el, key, parent, A, NULL), 0);
+    CHECK_EQ(g500_validate(el, &g, key, parent, A, NULL), 0);
     free(parent);
     free(level);
     g500_csr_free(&g, A);
@@ -52,12 +52,12 @@ static void test_tiny_graphs(void)
         CHECK_EQ(g.offsets[i], offsets[i]);
     for (int i = 0; i < 6; i++)
         CHECK_EQ(g.adj[i], adj[i]);
-    g500_csr_free(&g, A);
     check_search(&el, 0, (const int64_t[]){ 0, 0, 1, 2, -1 }, (const int64_t[]){ 0, 1, 2, 3, -1 });
     check_search(&el, 2, (const int64_t[]){ 1, 2, 2, 2, -1 }, (const int64_t[]){ 2, 1, 0, 1, -1 });
     int64_t parent[5] = { 0, 0, 1, 2, -1 }, edges = 0;
-    CHECK_EQ(g500_validate(&el, 0, parent, A, &edges), 0);
+    CHECK_EQ(g500_validate(&el, &g, 0, parent, A, &edges), 0);
     CHECK_EQ(edges, 5); /* duplicates and self-loops count */
+    g500_csr_free(&g, A);
     free(el.edges);
 
     static const int64_t star[][2] = { { 0, 1 }, { 2, 0 }, { 0, 3 }, { 4, 0 }, { 0, 5 } };
@@ -66,12 +66,40 @@ static void test_tiny_graphs(void)
                  (const int64_t[]){ 1, 2, 2, 0, 2, 2 });
 
     /* A depth-first "tree" of a 4-cycle: a real tree with existing parent edges, but the
-     * edge 0-3 joins levels 0 and 3. */
+     * edge 0-3 joins tree levels 0 and 3 (check 3), and 3 hangs from 2, which is farther
+     * from the key than 3 is (check 2). */
     static const int64_t ring[][2] = { { 0, 1 }, { 1, 2 }, { 2, 3 }, { 3, 0 } };
     free(el.edges);
     el = edgelist(4, ring, 4);
+    CHECK_OK(g500_csr_build(&el, A, &g));
     int64_t dfs[4] = { 0, 0, 1, 2 };
-    CHECK_EQ(g500_validate(&el, 0, dfs, A, NULL), G500_CHECK_EDGE_LEVELS);
+    CHECK_EQ(g500_validate(&el, &g, 0, dfs, A, NULL),
+             G500_CHECK_EDGE_LEVELS | G500_CHECK_TREE_LEVELS);
+
+    /* Check 2 on its own terms: a "tree" where 3 hangs from 1, both one BFS level from the
+     * key (joined by a chord added for it), is a tree, spans, and uses real edges (checks 1,
+     * 4, 5 pass), but its edge 1-3 joins two vertices of the same BFS level. Check 3 fires as
+     * well, as it must: in a spanning tree of real edges a vertex placed too deep always
+     * leaves some input edge across two tree levels (here 0-3). Before the reference search,
+     * check 2 compared the tree with its own depths and could not fire at all. */
+    static const int64_t ring_chord[][2] = { { 0, 1 }, { 1, 2 }, { 2, 3 }, { 3, 0 }, { 1, 3 } };
+    g500_csr_free(&g, A);
+    free(el.edges);
+    el = edgelist(4, ring_chord, 5);
+    CHECK_OK(g500_csr_build(&el, A, &g));
+    int64_t sideways[4] = { 0, 0, 1, 1 };
+    CHECK_EQ(g500_validate(&el, &g, 0, sideways, A, NULL),
+             G500_CHECK_TREE_LEVELS | G500_CHECK_EDGE_LEVELS);
+    int64_t bfs[4] = { 0, 0, 1, 0 };
+    CHECK_EQ(g500_validate(&el, &g, 0, bfs, A, NULL), 0);
+
+    /* Several roots: 3 is its own parent besides the key. */
+    int64_t two_roots[4] = { 0, 0, 1, 3 };
+    CHECK(g500_validate(&el, &g, 0, two_roots, A, NULL) & G500_CHECK_TREE);
+    int64_t level[4];
+    CHECK_EQ(g500_tree_levels(4, 0, two_roots, level), G500_CHECK_TREE);
+    CHECK_EQ(level[3], -1);
+    g500_csr_free(&g, A);
     free(el.edges);
 }
 
@@ -124,7 +152,7 @@ static void test_searches(int scale)
             CHECK(keys[j] != keys[k]);
         CHECK_OK(g500_bfs(&g, keys[k], parent, A));
         int64_t edges = 0;
-        CHECK_EQ(g500_validate(&el, keys[k], parent, A, &edges), 0);
+        CHECK_EQ(g500_validate(&el, &g, keys[k], parent, A, &edges), 0);
         CHECK(edges > 0 && edges <= el.nedges);
     }
     CHECK_ERR(g500_bfs(&g, el.nvertices, parent, A), EXO_EINVAL);
@@ -166,14 +194,14 @@ static void test_broken_trees(void)
     /* A parent that is not a neighbour (deep is at level >= 2, so not next to the key). */
     memcpy(bad, good, bytes);
     bad[deep] = key;
-    int failed = g500_validate(&el, key, bad, A, NULL);
+    int failed = g500_validate(&el, &g, key, bad, A, NULL);
     CHECK(failed & G500_CHECK_PARENT_EDGE);
     CHECK(!(failed & G500_CHECK_TREE));
 
     /* A cycle: deep's parent becomes deep's child. */
     memcpy(bad, good, bytes);
     bad[good[deep]] = deep;
-    failed = g500_validate(&el, key, bad, A, NULL);
+    failed = g500_validate(&el, &g, key, bad, A, NULL);
     CHECK(failed & G500_CHECK_TREE);
     CHECK(g500_tree_levels(n, key, bad, level) == G500_CHECK_TREE);
     CHECK_EQ(level[deep], -1);
@@ -182,17 +210,17 @@ static void test_broken_trees(void)
     /* A reached vertex left out. */
     memcpy(bad, good, bytes);
     bad[leaf] = -1;
-    CHECK_EQ(g500_validate(&el, key, bad, A, NULL), G500_CHECK_SPAN);
+    CHECK_EQ(g500_validate(&el, &g, key, bad, A, NULL), G500_CHECK_SPAN);
 
     /* The wrong root: validated against another key of the same component. */
-    CHECK(g500_validate(&el, other, good, A, NULL) & G500_CHECK_TREE);
+    CHECK(g500_validate(&el, &g, other, good, A, NULL) & G500_CHECK_TREE);
 
     /* A parent out of range. */
     memcpy(bad, good, bytes);
     bad[leaf] = n;
-    CHECK(g500_validate(&el, key, bad, A, NULL) & G500_CHECK_TREE);
+    CHECK(g500_validate(&el, &g, key, bad, A, NULL) & G500_CHECK_TREE);
 
-    CHECK_EQ(g500_validate(&el, key, good, A, NULL), 0);
+    CHECK_EQ(g500_validate(&el, &g, key, good, A, NULL), 0);
     free(good);
     free(bad);
     free(level);

@@ -95,11 +95,16 @@ int g500_bfs(const struct g500_csr *g, int64_t key, int64_t *parent,
 int g500_tree_levels(int64_t nvertices, int64_t key, const int64_t *parent, int64_t *level);
 
 /* Validate a BFS tree against the input edge list with the specification's five checks.
+ * Check 2 compares the tree with true BFS levels, found by a reference search of its own
+ * (a plain queue over g, written apart from g500_bfs()); the tree's own depths could never
+ * fail it. Checks 3-5 use the edge list, not g, so that a bug in g cannot hide itself.
  * Returns 0 when all pass, a positive mask of failed enum g500_check bits otherwise, or a
  * negative exomem code. *component_edges (may be NULL) gets the number of input edges with
- * a reached endpoint, self-loops and duplicates included: the edge count for TEPS. */
-int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *parent,
-                  const struct g500_allocator *a, int64_t *component_edges);
+ * a reached endpoint, self-loops and duplicates included: the edge count for TEPS. Needs
+ * 3 arrays of nvertices int64 and one of bytes from `a`. */
+int g500_validate(const struct g500_edgelist *el, const struct g500_csr *g, int64_t key,
+                  const int64_t *parent, const struct g500_allocator *a,
+                  int64_t *component_edges);
 
 /* Choose up to nkeys distinct random search keys among vertices of degree >= 1 (ignoring
  * self-loops), deterministically from seed; stores them in keys and returns how many. */

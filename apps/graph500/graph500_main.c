@@ -66,7 +66,9 @@ static size_t arena_bytes(int scale)
     size_t n = (size_t)1 << scale, m = n * G500_EDGEFACTOR;
     size_t arrays[] = { m * sizeof(struct g500_edge), n * 8 /* permutation */,
                         (n + 1) * 8 /* offsets */, 2 * m * 8 /* neighbours */,
-                        n * 8 /* parents */, n * 8 /* queue or levels */, n /* marks */ };
+                        n * 8 /* parents */, n * 8 /* queue, or the tree's levels */,
+                        n * 8 /* reference BFS levels */, n * 8 /* their queue */,
+                        n /* marks */ };
     size_t total = 0;
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         total += (arrays[i] + ALIGN - 1) / ALIGN * ALIGN;
@@ -137,7 +139,7 @@ static int measure(void *unused)
         check(g500_bfs(&g, keys[k], parent, a), "g500_bfs");
         uint64_t s1 = bench_now_ns();
         int64_t edges = 0;
-        int failed = g500_validate(&el, keys[k], parent, a, &edges);
+        int failed = g500_validate(&el, &g, keys[k], parent, a, &edges);
         check(failed, "g500_validate");
         if (failed) {
             fprintf(stderr, "graph500: search %d from %lld fails validation (checks %#x)\n", k,

@@ -1,10 +1,12 @@
-/* The specification's validation of a BFS tree. Levels come from the tree itself (depth
- * below the key); the input edge list, not the CSR graph the search used, is the reference
- * for the checks that involve edges, so that a CSR bug cannot hide itself. */
+/* The specification's validation of a BFS tree. The tree's levels come from the tree itself
+ * (depth below the key); true BFS levels come from a reference search written here, apart
+ * from bfs.c, so that check 2 (a tree edge joins adjacent BFS levels) can fail: against the
+ * tree's own depths it never could. The input edge list, not the CSR graph the searches
+ * used, is the reference for the checks that involve edges, so that a CSR bug cannot hide
+ * itself. */
 #include "graph500.h"
+
 #include <exomem/error.h>
-
-
 #include <string.h>
 
 /* level[] markers while tree_levels() walks parent chains. */
@@ -60,28 +62,59 @@ int g500_tree_levels(int64_t nvertices, int64_t key, const int64_t *parent, int6
     return result;
 }
 
-int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *parent,
-                  const struct g500_allocator *a, int64_t *component_edges)
+/* True BFS levels from key (-1 where unreached): a plain FIFO queue over g. */
+static void reference_levels(const struct g500_csr *g, int64_t key, int64_t *dist,
+                             int64_t *queue)
 {
-    if (!el || !parent || !a || key < 0 || key >= el->nvertices)
+    for (int64_t v = 0; v < g->nvertices; v++)
+        dist[v] = -1;
+    int64_t head = 0, tail = 0;
+    dist[key] = 0;
+    queue[tail++] = key;
+    while (head < tail) {
+        int64_t u = queue[head++];
+        for (int64_t i = g->offsets[u]; i < g->offsets[u + 1]; i++) {
+            int64_t w = g->adj[i];
+            if (dist[w] < 0) {
+                dist[w] = dist[u] + 1;
+                queue[tail++] = w;
+            }
+        }
+    }
+}
+
+static void release_all(const struct g500_allocator *a, void **p, int n)
+{
+    if (a->release)
+        while (n-- > 0) /* newest first, as a stack allocator needs */
+            a->release(a->ctx, p[n]);
+}
+
+int g500_validate(const struct g500_edgelist *el, const struct g500_csr *g, int64_t key,
+                  const int64_t *parent, const struct g500_allocator *a,
+                  int64_t *component_edges)
+{
+    if (!el || !g || !parent || !a || key < 0 || key >= el->nvertices ||
+        g->nvertices != el->nvertices)
         return exomem_set_error(EXO_EINVAL, "graph500: bad validation arguments");
     int64_t n = el->nvertices;
-    int64_t *level = a->alloc(a->ctx, (size_t)n * sizeof *level);
-    unsigned char *parent_edge_seen = a->alloc(a->ctx, (size_t)n);
-    if (!level || !parent_edge_seen) {
-        if (a->release) {
-            a->release(a->ctx, parent_edge_seen);
-            a->release(a->ctx, level);
-        }
+    void *mem[4];
+    int64_t *level = mem[0] = a->alloc(a->ctx, (size_t)n * sizeof *level);
+    int64_t *dist = mem[1] = a->alloc(a->ctx, (size_t)n * sizeof *dist);
+    int64_t *queue = mem[2] = a->alloc(a->ctx, (size_t)n * sizeof *queue);
+    unsigned char *parent_edge_seen = mem[3] = a->alloc(a->ctx, (size_t)n);
+    if (!level || !dist || !queue || !parent_edge_seen) {
+        release_all(a, mem, 4);
         return exomem_set_error(EXO_ENOMEM, "graph500: no memory for validation");
     }
     memset(parent_edge_seen, 0, (size_t)n);
     int failed = g500_tree_levels(n, key, parent, level);
 
+    /* Check 2: each tree edge goes from a vertex to one a BFS level nearer the key. */
+    reference_levels(g, key, dist, queue);
     for (int64_t v = 0; v < n; v++) {
         int64_t p = parent[v];
-        if (v != key && p >= 0 && p < n && level[v] >= 0 && level[p] >= 0 &&
-            level[v] - level[p] != 1)
+        if (v != key && p >= 0 && p < n && (dist[v] < 0 || dist[p] < 0 || dist[v] != dist[p] + 1))
             failed |= G500_CHECK_TREE_LEVELS;
     }
 
@@ -109,10 +142,7 @@ int g500_validate(const struct g500_edgelist *el, int64_t key, const int64_t *pa
         if (v != key && parent[v] >= 0 && !parent_edge_seen[v])
             failed |= G500_CHECK_PARENT_EDGE;
 
-    if (a->release) {
-        a->release(a->ctx, parent_edge_seen);
-        a->release(a->ctx, level);
-    }
+    release_all(a, mem, 4);
     if (rc)
         return rc;
     if (component_edges)

@@ -25,7 +25,9 @@ SPEC_KEYS = 64  # the Graph500 specification's search keys per scale
 INTRO = (
     "Graph500 BFS (apps/graph500, written from the specification: Kronecker generator with "
     "A=0.57, B=C=0.19, edge factor 16, random search keys of degree &ge; 1, the five "
-    "validation checks on every BFS tree, TEPS = input edges of the searched component / "
+    "validation checks on every BFS tree (check 2 against the levels of a separate reference "
+    "search, checks 3&ndash;5 against the input edge list), TEPS = input edges of the "
+    "searched component / "
     "BFS time, harmonic mean over the keys). Per scale the graph is generated and built once; "
     "then for each memory kind it is copied into an exomem segment of 4K, THP, 2M or 1G pages "
     "where the CSR arrays, the parent array and the BFS queue live, and the same keys are "
