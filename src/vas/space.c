@@ -36,11 +36,9 @@ static void after_fork_child(void)
             ps->where = PSEG_HIDDEN;
         }
         ps->lock = EXO_LOCK_NONE;
+        /* Through /proc/self/fd, a link by design: O_NOFOLLOW would refuse it (ELOOP). */
         int old = ps->fd;
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", old);
-        ps->fd = exo_os_open(path, (ps->fd_writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW |
-                                       O_NONBLOCK, 0);
+        ps->fd = exo_os_reopen(old, ps->fd_writable);
         if (ps->fd < 0)
             ps->fd = -1;
         exo_os_close(old);
