@@ -8,6 +8,7 @@
  * program exits 77 only if every part was skipped. Pools are put back to their starting
  * sizes and private mounts are unmounted at exit, also after a failed check or a crash. */
 #include "harness.h"
+#include "hugepool_fixture.h"
 #include "os/os.h"
 
 #include <dirent.h>
@@ -25,99 +26,7 @@
 #define GIB (UINT64_C(1) << 30)
 
 static const char *root;
-static long pool_start[2] = {-1, -1};   /* 2M, 1G */
 static int parts_run, parts_skipped;
-
-static const char *pool_path(int k)
-{
-    return k == 0 ? "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
-                  : "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages";
-}
-
-static long read_pool(int k)
-{
-    char buf[32] = "";
-    int fd = open(pool_path(k), O_RDONLY);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    return n > 0 ? strtol(buf, NULL, 10) : -1;
-}
-
-/* Async-signal-safe: only open/write/close/umount2 with prepared strings. */
-static char pool_text[2][24];
-static char mount_dirs[3][4096];
-
-static pid_t fixture_pid;
-
-static void cleanup(void)
-{
-    if (getpid() != fixture_pid)
-        return; /* a child of test_in_child() leaves the parent's mounts alone */
-    for (int i = 0; i < 3; i++)
-        if (mount_dirs[i][0])
-            umount2(mount_dirs[i], MNT_DETACH);
-    for (int k = 0; k < 2; k++) {
-        if (pool_start[k] < 0 || read_pool(k) == pool_start[k])
-            continue;
-        int fd = open(pool_path(k), O_WRONLY);
-        if (fd >= 0) {
-            if (write(fd, pool_text[k], strlen(pool_text[k])) < 0)
-                (void)0;
-            close(fd);
-        }
-    }
-}
-
-static void on_crash(int sig)
-{
-    cleanup();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* As root, run in a mount namespace of our own, without the huge page mounts other
- * programs made: the private-mount path is then always the one tested, another program
- * unmounting its hugetlbfs cannot pull the files from under this test, and whatever this
- * test mounts disappears with it even if it crashes. Other programs see none of this. */
-static void private_namespace(void)
-{
-    if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
-        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-        return;
-    FILE *f = setmntent("/proc/self/mounts", "r");
-    if (!f)
-        return;
-    struct mntent *e;
-    char dirs[16][1024];
-    int n = 0;
-    while ((e = getmntent(f)) != NULL && n < 16)
-        if (!strcmp(e->mnt_type, "hugetlbfs") ||
-            (!strcmp(e->mnt_type, "tmpfs") && hasmntopt(e, "huge")))
-            snprintf(dirs[n++], sizeof dirs[0], "%s", e->mnt_dir);
-    endmntent(f);
-    while (n > 0)
-        umount2(dirs[--n], MNT_DETACH);
-}
-
-static void fixture(void)
-{
-    private_namespace();
-    root = test_root_setup();
-    fixture_pid = getpid();
-    for (int k = 0; k < 2; k++) {
-        pool_start[k] = read_pool(k);
-        snprintf(pool_text[k], sizeof pool_text[k], "%ld\n", pool_start[k]);
-    }
-    static const char *const kinds[] = {"2M", "1G", "thp"};
-    for (int i = 0; i < 3; i++)
-        snprintf(mount_dirs[i], sizeof mount_dirs[i], "%s/mnt/%s", root, kinds[i]);
-    atexit(cleanup); /* runs before the registry's own removal (atexit is LIFO) */
-    signal(SIGSEGV, on_crash);
-    signal(SIGBUS, on_crash);
-    signal(SIGABRT, on_crash);
-}
 
 static void skip_part(const char *part, const char *why)
 {
@@ -170,9 +79,9 @@ static void check_registry_empty(void)
     CHECK(dir_is_empty("%s/segs%s", ""));
     for (int i = 0; i < 3; i++) {
         struct stat st;
-        CHECK(!exo_os_is_private_mount(mount_dirs[i], i == 0 ? SEG_PAGE_2M
+        CHECK(!exo_os_is_private_mount(hp_mount_dirs[i], i == 0 ? SEG_PAGE_2M
                                                        : i == 1 ? SEG_PAGE_1G : 0) ||
-              stat(mount_dirs[i], &st) != 0);
+              stat(hp_mount_dirs[i], &st) != 0);
     }
 }
 
@@ -319,7 +228,7 @@ static void part_thp(void)
     CHECK_OK(seg_delete(sparse));
     CHECK_OK(seg_delete(other));
     CHECK_OK(seg_delete(sid));
-    CHECK(!exo_os_is_private_mount(mount_dirs[2], 0)); /* unmounted once empty */
+    CHECK(!exo_os_is_private_mount(hp_mount_dirs[2], 0)); /* unmounted once empty */
 }
 
 /* A sparse SEG_THP segment on a huge=advise tmpfs: huge pages only come with MADV_HUGEPAGE
@@ -333,8 +242,8 @@ static void part_thp_advise(void)
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/mnt", root);
     mkdir(dir, 0755);
-    CHECK(mkdir(mount_dirs[2], 0755) == 0 || errno == EEXIST);
-    if (mount("none", mount_dirs[2], "tmpfs", 0, "huge=advise,mode=1777") != 0) {
+    CHECK(mkdir(hp_mount_dirs[2], 0755) == 0 || errno == EEXIST);
+    if (mount("none", hp_mount_dirs[2], "tmpfs", 0, "huge=advise,mode=1777") != 0) {
         skip_part("thp-advise", "cannot mount a tmpfs with huge=advise");
         return;
     }
@@ -352,7 +261,7 @@ static void part_thp_advise(void)
     CHECK_OK(seg_backing(sid, &b));
     CHECK_EQ(b.huge, size);
     CHECK_OK(seg_delete(sid));
-    umount2(mount_dirs[2], MNT_DETACH); /* if seg_delete left it */
+    umount2(hp_mount_dirs[2], MNT_DETACH); /* if seg_delete left it */
 }
 
 /* --- 2M with a pool grown on demand --- */
@@ -406,7 +315,7 @@ static void part_2m(void)
         skip_part("2m-pool", "growing the pool needs root");
         return;
     }
-    if (pool_start[0] < 0) {
+    if (hp_pool_start[0] < 0) {
         skip_part("2m-pool", "this kernel has no 2 MiB pool");
         return;
     }
@@ -418,17 +327,17 @@ static void part_2m(void)
     struct seg_opts so = {SEG_PAGE_2M, 0};
     segid_t sid;
     CHECK_OK(seg_alloc_ex("huge2m", base, size, 0666, &so, &sid));
-    CHECK_EQ(read_pool(0), pool_start[0] + grow);
+    CHECK_EQ(hp_read_pool(0), hp_pool_start[0] + grow);
     struct seg_backing b;
     CHECK_OK(seg_backing(sid, &b));
     CHECK_EQ(b.page_size, SEG_PAGE_2M);
     CHECK_EQ(b.resident, 0); /* reserved, not yet faulted in */
 
     /* Another unprivileged process finds the pool spoken for. */
-    long total_before = read_pool(0), avail;
+    long total_before = hp_read_pool(0), avail;
     CHECK_OK(exo_os_pool_available(SEG_PAGE_2M, NULL, &avail));
     CHECK_EQ(test_in_child(unprivileged_alloc, &avail), 0);
-    CHECK_EQ(read_pool(0), total_before);
+    CHECK_EQ(hp_read_pool(0), total_before);
     CHECK(registry_has_only(sid));
 
     vasid_t vid;
@@ -444,9 +353,9 @@ static void part_2m(void)
     /* A clone is a segment of its own, with its own pages from the pool. */
     segid_t copy;
     CHECK_OK(seg_clone(sid, "huge2m-copy", &copy));
-    CHECK_EQ(read_pool(0), pool_start[0] + (avail0 >= 8 ? 0 : 8 - avail0));
+    CHECK_EQ(hp_read_pool(0), hp_pool_start[0] + (avail0 >= 8 ? 0 : 8 - avail0));
     CHECK_OK(seg_delete(copy));
-    CHECK_EQ(read_pool(0), pool_start[0] + grow);
+    CHECK_EQ(hp_read_pool(0), hp_pool_start[0] + grow);
 
     /* Other programs may keep free pages in the pool; one page more than the pool has
      * free makes it grow for sure (reserved only, never touched, so it costs no time). */
@@ -455,13 +364,13 @@ static void part_2m(void)
     segid_t big;
     CHECK_OK(seg_alloc_ex("huge2m-big", test_base(10), (uint64_t)(avail_now + 1) * SEG_PAGE_2M,
                           0600, &so, &big));
-    CHECK_EQ(read_pool(0), total_now + 1);
+    CHECK_EQ(hp_read_pool(0), total_now + 1);
     CHECK_OK(seg_delete(big));
-    CHECK_EQ(read_pool(0), total_now);
+    CHECK_EQ(hp_read_pool(0), total_now);
 
     /* Another process deletes it and gives back exactly what was added. */
     CHECK_EQ(test_in_child(delete_in_child, &a), 0);
-    CHECK_EQ(read_pool(0), pool_start[0]);
+    CHECK_EQ(hp_read_pool(0), hp_pool_start[0]);
     check_registry_empty();
 }
 
@@ -476,7 +385,7 @@ static void part_2m_impossible(void)
     uint64_t size = ((mem / GIB) + 8) * GIB;
     struct seg_opts so = {SEG_PAGE_2M, 0};
     segid_t sid = 0;
-    long before = read_pool(0);
+    long before = hp_read_pool(0);
     CHECK_ERR(seg_alloc_ex("toobig", test_base(8), size, 0600, &so, &sid), EXO_ENOHUGE);
     CHECK_EQ(sid, 0);
     const char *msg = exomem_last_error();
@@ -484,7 +393,7 @@ static void part_2m_impossible(void)
         CHECK(strstr(msg, "pool") != NULL && strstr(msg, "available") != NULL);
     else
         CHECK(strstr(msg, "hugetlbfs") != NULL || strstr(msg, "pool") != NULL);
-    CHECK_EQ(read_pool(0), before);
+    CHECK_EQ(hp_read_pool(0), before);
     check_registry_empty();
     segid_t found;
     CHECK_ERR(seg_find("toobig", &found), EXO_ENOENT);
@@ -498,19 +407,19 @@ static void part_1g(void)
         skip_part("1g", "growing the 1 GiB pool needs root");
         return;
     }
-    if (pool_start[1] < 0) {
+    if (hp_pool_start[1] < 0) {
         skip_part("1g", "this kernel has no 1 GiB pool");
         return;
     }
     const uint64_t base = test_base(9);
     struct seg_opts so = {SEG_PAGE_1G, 0};
     segid_t sid;
-    long before = read_pool(1), avail1;
+    long before = hp_read_pool(1), avail1;
     CHECK_OK(exo_os_pool_available(SEG_PAGE_1G, NULL, &avail1));
     int rc = seg_alloc_ex("huge1g", base, GIB, 0600, &so, &sid);
     if (rc == -EXO_ENOHUGE) {
         CHECK(strstr(exomem_last_error(), "pool") != NULL);
-        CHECK_EQ(read_pool(1), before); /* all or nothing */
+        CHECK_EQ(hp_read_pool(1), before); /* all or nothing */
         check_registry_empty();
         skip_part("1g", "the kernel could not find a free 1 GiB page (memory fragmented)");
         return;
@@ -523,15 +432,15 @@ static void part_1g(void)
     CHECK_OK(seg_backing(sid, &b));
     CHECK_EQ(b.page_size, SEG_PAGE_1G);
     CHECK_EQ(b.resident, 0);
-    CHECK_EQ(read_pool(1), before + (avail1 >= 1 ? 0 : 1));
+    CHECK_EQ(hp_read_pool(1), before + (avail1 >= 1 ? 0 : 1));
     CHECK_OK(seg_delete(sid));
-    CHECK_EQ(read_pool(1), before);
+    CHECK_EQ(hp_read_pool(1), before);
     check_registry_empty();
 }
 
 int main(void)
 {
-    fixture();
+    root = hp_fixture();
     part_backing_4k();
     part_2m_impossible();
     part_thp();
@@ -539,7 +448,7 @@ int main(void)
     part_2m();
     part_1g();
     for (int k = 0; k < 2; k++)
-        CHECK_EQ(read_pool(k), pool_start[k]);
+        CHECK_EQ(hp_read_pool(k), hp_pool_start[k]);
     printf("test_hugeseg: %d parts passed, %d skipped\n", parts_run, parts_skipped);
     return parts_run == 0 ? TEST_SKIP_CODE : 0;
 }
