@@ -296,7 +296,7 @@ EXO_API int exo_pager_advise(exo_pager *p, void *addr, size_t len, exo_pager_adv
     exo_clear_error();
     if (!p)
         return exo_fail(EXO_EINVAL, "exo_pager_advise: pager is NULL");
-    uint64_t u0, u1;
+    uint64_t u0 = 0, u1 = 0; /* set by unit_range; zero keeps -O2 from guessing */
     int rc = unit_range(p, addr, len, false, &u0, &u1);
     if (rc)
         return rc;
@@ -313,7 +313,7 @@ EXO_API int exo_pager_discard(exo_pager *p, void *addr, size_t len)
     exo_clear_error();
     if (!p)
         return exo_fail(EXO_EINVAL, "exo_pager_discard: pager is NULL");
-    uint64_t u0, u1;
+    uint64_t u0 = 0, u1 = 0; /* set by unit_range; zero keeps -O2 from guessing */
     int rc = unit_range(p, addr, len, true, &u0, &u1);
     if (rc)
         return rc;
