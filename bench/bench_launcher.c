@@ -51,9 +51,10 @@
 #define HEAP_BYTES (UINT64_C(1) << 30)        /* every segment variant: a 1 GiB heap */
 #define HEAP_BASE UINT64_C(0x600000000000)    /* exomem run's default base */
 /* Heaps' worth of huge pages one run may hold: the heap segment's data file reserves its
- * pages (seg_alloc's trial mapping), and so does each process's private mapping of it -- the
- * program's and, for hpcc, that of the MPI daemon (orted) it execs. */
-static const long heaps_per_run[2] = {3, 2};   /* hpcc (+ orted), xz */
+ * pages (seg_alloc's trial mapping), and so does the program's private mapping of it. (The
+ * MPI daemon hpcc execs, orted, no longer maps a heap: `exomem run` gives the heap to the
+ * launched program only.) huge_reserve adds one page per extra heap for copy-on-write. */
+static const long heaps_per_run[2] = {2, 2};   /* hpcc, xz */
 #define RUN_TIMEOUT_S 600
 #define SAMPLE_MS 200
 

@@ -9,8 +9,9 @@ want+=(liblz4-dev libzstd-dev)
 want+=(python3 python3-matplotlib)
 # test_fuzz builds the libFuzzer targets (fuzz/) with Debian's clang-19 and its runtime.
 want+=(clang-19 libclang-rt-19-dev)
-# bench_hpcc: Debian's HPC Challenge (its RandomAccess checks bench_gups); pulls in Open MPI.
-[ "${1:-test}" = report ] && want+=(hpcc)
+# Debian's HPC Challenge, pulling in Open MPI: bench_hpcc (its RandomAccess checks
+# bench_gups), and test_launcher runs it on a 1G-page heap (MPI_Init forks, which is the case).
+want+=(hpcc)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only
 # libhugetlbfs-dev provides; xz is its second program (hpcc is listed above).
 [ "${1:-test}" = report ] && want+=(libhugetlbfs-bin libhugetlbfs-dev)

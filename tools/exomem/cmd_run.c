@@ -1,4 +1,5 @@
-/* `exomem run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] -- PROGRAM [ARGS]`: run an
+/* `exomem run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] [--heap-in WHO] -- PROGRAM
+ * [ARGS]`: run an
  * unmodified dynamically linked program with its malloc heap in one exomem segment.
  *
  * The segment is made for the run (in $EXOMEM_ROOT, or in a private temporary registry under
@@ -24,7 +25,8 @@
 #define DEFAULT_HEAP_BASE UINT64_C(0x600000000000)   /* 1 GiB aligned, far from mmap's area */
 
 const struct cli_cmd run_cmd = {
-    "run", "--heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] -- PROGRAM [ARGS]",
+    "run", "--heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] [--heap-in WHO] -- PROGRAM "
+    "[ARGS]",
     "Run a program with its malloc heap in one segment.",
     "Creates a segment of SIZE bytes for the run and starts PROGRAM (an unmodified,\n"
     "dynamically linked program, looked up in PATH) with " HEAP_PRELOAD_NAME " preloaded:\n"
@@ -32,6 +34,10 @@ const struct cli_cmd run_cmd = {
     "pvalloc and malloc_usable_size are then served from that one contiguous segment.\n"
     "When the heap is full they fail with ENOMEM. A forked child gets a copy-on-write copy\n"
     "of the heap, as with the normal allocator. The segment is deleted when PROGRAM exits.\n\n"
+    "By default only PROGRAM gets the heap: the programs it starts with exec run on the\n"
+    "normal allocator. With --heap-in all each of them maps a fresh private heap of its own\n"
+    "in the same range (with huge pages, SIZE more of the pool per program); with\n"
+    "--heap-in NAME[,NAME...] only processes running one of the named programs do.\n\n"
     "The segment lives in $EXOMEM_ROOT if set, else in a private temporary registry\n"
     "(/dev/shm/exomem-run-*) removed afterwards. The program sees EXOMEM_HEAP_SEGMENT,\n"
     "EXOMEM_HEAP_BASE and EXOMEM_HEAP_SIZE. " HEAP_PRELOAD_NAME " is taken from\n"
@@ -41,11 +47,14 @@ const struct cli_cmd run_cmd = {
     "  --heap-segment SIZE  heap size, e.g. 64M, 1G; a multiple of the page size (required)\n"
     "  --page PAGE          page size: 4k (default), 2m or 1g; 2m and 1g need hugetlbfs\n"
     "                       and a huge page pool of SIZE\n"
-    "  --base ADDR          base address of the heap (default 0x600000000000)\n\n"
+    "  --base ADDR          base address of the heap (default 0x600000000000)\n"
+    "  --heap-in WHO        first (default): PROGRAM only; all: every program it starts\n"
+    "                       too; or a comma-separated list of program names\n\n"
     "Exit status: PROGRAM's, or 128+N if it was killed by signal N; 127 if it could not\n"
     "be started (126 if not executable); else the codes of 'exomem --help'.\n\n"
     "Example:\n"
-    "  exomem run --heap-segment 256M --page 2m -- sort big.txt\n",
+    "  exomem run --heap-segment 256M --page 2m -- sort big.txt\n"
+    "  exomem run --heap-segment 1G --page 1g --heap-in hpcc -- mpirun -np 2 hpcc\n",
 };
 
 /* Where libexomem_heap.so is: $EXOMEM_HEAP_PRELOAD, next to this binary, in ../lib, or
@@ -95,10 +104,11 @@ static void forward_signal(int sig)
 
 /* In the child: set up the environment and exec the program; never returns. */
 static void exec_program(char **prog, const char *seg_name, uint64_t base, uint64_t size,
-                         const char *preload)
+                         const char *heap_in, const char *preload)
 {
     char num[32];
     setenv("EXOMEM_HEAP_SEGMENT", seg_name, 1);
+    setenv("EXOMEM_HEAP_IN", heap_in, 1);
     snprintf(num, sizeof num, "%#" PRIx64, base);
     setenv("EXOMEM_HEAP_BASE", num, 1);
     snprintf(num, sizeof num, "%" PRIu64, size);
@@ -117,8 +127,19 @@ static void exec_program(char **prog, const char *seg_name, uint64_t base, uint6
     _exit(err == ENOENT ? 127 : 126);
 }
 
+/* --heap-in: "first", "all", or program names separated by commas, none empty or with '/'. */
+static bool heap_in_ok(const char *s)
+{
+    if (strcmp(s, "first") == 0 || strcmp(s, "all") == 0)
+        return true;
+    if (!*s || *s == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+        return false;
+    return strpbrk(s, "/ \t") == NULL;
+}
+
 /* Run the program to its end; returns its exit status as a shell reports it. */
-static int run_program(char **prog, const char *seg_name, uint64_t base, uint64_t size)
+static int run_program(char **prog, const char *seg_name, uint64_t base, uint64_t size,
+                       const char *heap_in)
 {
     char preload[PATH_MAX];
     find_preload(preload, sizeof preload);
@@ -130,7 +151,7 @@ static int run_program(char **prog, const char *seg_name, uint64_t base, uint64_
         return CLI_EXIT_FAIL;
     }
     if (pid == 0)
-        exec_program(prog, seg_name, base, size, preload);
+        exec_program(prog, seg_name, base, size, heap_in, preload);
 
     /* Terminal signals reach the program directly; the others are passed on. Either way
      * this process lives on to delete the segment. */
@@ -160,7 +181,8 @@ static int run_program(char **prog, const char *seg_name, uint64_t base, uint64_
 }
 
 /* Create the heap segment, run the program, delete the segment. */
-static int run_with_segment(char **prog, uint64_t base, uint64_t size, uint64_t page)
+static int run_with_segment(char **prog, uint64_t base, uint64_t size, uint64_t page,
+                            const char *heap_in)
 {
     char name[EXOMEM_NAME_MAX + 1];
     snprintf(name, sizeof name, "heap-run-%ld", (long)getpid());
@@ -171,7 +193,7 @@ static int run_with_segment(char **prog, uint64_t base, uint64_t size, uint64_t 
     int rc = seg_alloc_ex(name, base, size, 0600, &opts, &sid);
     if (rc)
         return cli_fail(rc, "run: cannot create heap segment '%s'", name);
-    int status = run_program(prog, name, base, size);
+    int status = run_program(prog, name, base, size, heap_in);
     rc = seg_delete(sid);
     if (rc) {
         int code = cli_fail(rc, "run: cannot delete heap segment '%s'", name);
@@ -185,11 +207,12 @@ int run_run(int argc, char **argv)
     int dd = 1;
     while (dd < argc && strcmp(argv[dd], "--") != 0)
         dd++;
-    const char *heap_s = NULL, *page_s = NULL, *base_s = NULL;
+    const char *heap_s = NULL, *page_s = NULL, *base_s = NULL, *in_s = NULL;
     const struct cli_opt opts[] = {
         {"heap-segment", &heap_s, NULL},
         {"page", &page_s, NULL},
         {"base", &base_s, NULL},
+        {"heap-in", &in_s, NULL},
     };
     const char *pos[1];
     size_t npos;
@@ -208,6 +231,9 @@ int run_run(int argc, char **argv)
         return cli_usage(&run_cmd, "bad page size '%s' (4k, 2m or 1g)", page_s);
     if (base_s && !cli_parse_addr(base_s, &base))
         return cli_usage(&run_cmd, "bad address '%s'", base_s);
+    if (in_s && !heap_in_ok(in_s))
+        return cli_usage(&run_cmd, "bad --heap-in '%s' (first, all, or program names "
+                         "separated by commas)", in_s);
 
     /* Without a registry of the user's choosing, a private one for this run alone. */
     char tmp_root[] = "/dev/shm/exomem-run-XXXXXX";
@@ -221,7 +247,7 @@ int run_run(int argc, char **argv)
         }
         setenv("EXOMEM_ROOT", tmp_root, 1);
     }
-    int status = run_with_segment(argv + dd + 1, base, size, page);
+    int status = run_with_segment(argv + dd + 1, base, size, page, in_s ? in_s : "first");
     if (private_root)
         nftw(tmp_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return status;

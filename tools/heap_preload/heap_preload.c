@@ -16,10 +16,12 @@
  * every call goes to glibc's own allocator.
  */
 #include "alloc/heap.h"
+#include "fork_repair.h"
 #include "internal.h"
 #include "seg/segment.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -101,9 +103,25 @@ static void die(const char *what, int code)
     _exit(127);
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&heap_guard); }
-static void fork_parent(void) { pthread_mutex_unlock(&heap_guard); }
-static void fork_child(void) { pthread_mutex_unlock(&heap_guard); }
+/* The heap lock is held across fork(), and with it the check that the child really got the
+ * heap's 1 GiB pages (fork_repair.c). */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&heap_guard);
+    fork_repair_prepare();
+}
+
+static void fork_parent(void)
+{
+    fork_repair_parent();
+    pthread_mutex_unlock(&heap_guard);
+}
+
+static void fork_child(void)
+{
+    fork_repair_child();
+    pthread_mutex_unlock(&heap_guard);
+}
 
 /* Map segment `name` privately at its base and open a heap over it; exits the process
  * (status 127) when that cannot be done, since running on another allocator would hide it. */
@@ -139,18 +157,103 @@ static void heap_setup(const char *name)
         die("cannot open a heap in the segment", rc);
     heap_lo = (uintptr_t)base;
     heap_hi = heap_lo + rec.size;
+    /* EXOMEM_HEAP_FORK_CHECK=0 turns the check off, to see what the kernel does alone. */
+    const char *check = getenv("EXOMEM_HEAP_FORK_CHECK");
+    if (huge && !(check && strcmp(check, "0") == 0))
+        fork_repair_init(heap_lo, rec.size, rec.page_size);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* ---- which processes of a run get the heap (EXOMEM_HEAP_IN) ---- */
+
+/* True if `list` (comma-separated program names) holds `name`. */
+static bool name_listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && len && memcmp(p, name, n) == 0)
+            return true;
+        p += n + (end != NULL);
+    }
+    return false;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Does this process get the heap? "first" (or unset) and "all" say yes; otherwise the value
+ * lists program names, matched against argv[0] and the executable's file name. */
+static bool heap_wanted_here(const char *scope)
+{
+    if (!scope || !*scope || strcmp(scope, "first") == 0 || strcmp(scope, "all") == 0)
+        return true;
+    if (name_listed(scope, program_invocation_short_name))
+        return true;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    return name_listed(scope, base_name(exe));
+}
+
+/* Is the LD_PRELOAD entry p[0..n) this library (by file name)? */
+static bool is_this_library(const char *p, size_t n)
+{
+    static const char me[] = "libexomem_heap.so";
+    size_t start = n;
+    while (start > 0 && p[start - 1] != '/')
+        start--;
+    return n - start == sizeof me - 1 && memcmp(p + start, me, sizeof me - 1) == 0;
+}
+
+/* With the default scope the heap is the launched program's alone: the programs it execs
+ * (Open MPI's orted daemon under hpcc, say) run on glibc's allocator. Each would otherwise
+ * map a private heap of its own, which with huge pages takes SIZE more of the pool per
+ * program, and a program that cannot get them dies at start. Taking this library out of
+ * LD_PRELOAD is enough: without it the EXOMEM_HEAP_* variables do nothing. */
+static void keep_heap_to_this_program(void)
+{
+    const char *list = getenv("LD_PRELOAD");
+    if (!list)
+        return;
+    size_t cap = strlen(list) + 1;
+    char *kept = malloc(cap);   /* served by the heap: set-up is done */
+    if (!kept)
+        return;
+    size_t used = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ": ");
+        if (n && !is_this_library(p, n))
+            used += (size_t)snprintf(kept + used, cap - used, "%s%.*s", used ? ":" : "",
+                                     (int)n, p);
+        p += n;
+        p += strspn(p, ": ");
+    }
+    if (used)
+        setenv("LD_PRELOAD", kept, 1);
+    else
+        unsetenv("LD_PRELOAD");
+    free(kept);
 }
 
 __attribute__((constructor)) static void heap_preload_init(void)
 {
     const char *name = getenv("EXOMEM_HEAP_SEGMENT");
-    if (!name || !*name) {
+    const char *scope = getenv("EXOMEM_HEAP_IN");
+    if (!name || !*name || !heap_wanted_here(scope)) {
         atomic_store(&mode, MODE_LIBC);
         return;
     }
     heap_setup(name);
     atomic_store(&mode, MODE_SEGMENT);
+    if (!scope || !*scope || strcmp(scope, "first") == 0)
+        keep_heap_to_this_program();
 }
 
 /* ---- the malloc family ---- */

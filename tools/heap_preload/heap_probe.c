@@ -5,6 +5,9 @@
  *                                request larger than the segment; exit 0 when all is well
  *   exomem_heap_probe --exhaust  allocate 1 MiB blocks until malloc fails; exit 0 when it
  *                                fails with ENOMEM before more than the segment was handed out
+ *   exomem_heap_probe --forks N  fork N children that each must see the parent's heap (its
+ *                                header and a filled block) without writing it; prints
+ *                                "forks: N of N saw the heap"
  *
  * Each failed check prints "probe: FAIL ..." on stderr; the exit status is 1 if any failed.
  */
@@ -171,6 +174,40 @@ static void check_fork(void)
     free(shared);
 }
 
+/* N forked children each read a block the parent filled, and the heap's first bytes: a child
+ * that fork() left without the heap's pages sees zeros instead (docs/launcher.md). The
+ * children do not write, so no page is copied and N can be large even on 1 GiB pages. */
+static void check_forks(int n)
+{
+    char *block = malloc(1 << 16);
+    CHECK(in_segment(block, 1 << 16));
+    if (!block)
+        return;
+    memset(block, 'F', 1 << 16);
+    uint64_t head;
+    memcpy(&head, (const void *)seg_lo, sizeof head);
+    CHECK(head != 0);
+    int saw = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            CHECK(pid >= 0);
+            break;
+        }
+        if (pid == 0) {
+            uint64_t child_head;
+            memcpy(&child_head, (const void *)seg_lo, sizeof child_head);
+            _exit(child_head == head && block[0] == 'F' && block[(1 << 16) - 1] == 'F' ? 0 : 1);
+        }
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        saw += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    CHECK(saw == n);
+    printf("forks: %d of %d saw the heap\n", saw, n);
+    free(block);
+}
+
 /* Fill the segment with 1 MiB blocks: malloc must fail with ENOMEM, not hand out more. */
 static void exhaust(void)
 {
@@ -200,6 +237,8 @@ int main(int argc, char **argv)
     seg_hi = seg_lo + (uintptr_t)strtoull(size, NULL, 0);
     if (argc > 1 && !strcmp(argv[1], "--exhaust")) {
         exhaust();
+    } else if (argc > 2 && !strcmp(argv[1], "--forks")) {
+        check_forks(atoi(argv[2]));
     } else {
         check_family();
         check_threads();
