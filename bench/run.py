@@ -55,8 +55,9 @@ SECTION_BY_PROGRAM = {"bench_pagetables": "fig1", "bench_ctxswitch": "table2",
                       "bench_switch": "table2", "bench_lock": "lock", "bench_alloc": "alloc"}
 SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", "table2"),
                           ("vas_switch", "table2"), ("mmap_populate", "table2")]
-# Where in the paper a paper number comes from -> the section it is shown in.
-SECTION_BY_PAPER_PLACE = [("Figure 1", "fig1"), ("Table 2", "table2")]
+# (paper, where in it) a paper number comes from -> the section it is shown in. Keyed by paper
+# too: "Figure 1" of SpaceJMP and "Figure 1" of AVM are different figures.
+SECTION_BY_PAPER_PLACE = [("spacejmp", "Figure 1", "fig1"), ("spacejmp", "Table 2", "table2")]
 # Seconds a program may run in a full (not --quick) run, where the default is not enough.
 TIMEOUT_BY_PROGRAM = {}
 
@@ -64,8 +65,9 @@ TIMEOUT_BY_PROGRAM = {}
 def load_section_modules():
     """Import bench/sections/*.py in ORDER, and register their sections, programs, name
     prefixes, paper places and timeouts. A section module defines KEY, TITLE, INTRO, ORDER and
-    PROGRAMS, and optionally NAME_PREFIXES, PAPER_PLACES, PAPERS (file names in bench/paper
-    whose numbers all belong to it), TIMEOUT (seconds, full runs), targets(entries) -> [target]
+    PROGRAMS, and optionally NAME_PREFIXES, PAPER_PLACES ((paper file name, place prefix)
+    pairs, e.g. ("hybrid-segmentation", "Figure 5")), PAPERS (file names in bench/paper whose
+    numbers all belong to it), TIMEOUT (seconds, full runs), targets(entries) -> [target]
     and render(entries, papers, out, plots) -> html (else the generic table and bar plot)."""
     import importlib.util
     mods = []
@@ -86,7 +88,8 @@ def load_section_modules():
             if getattr(m, "TIMEOUT", None):
                 TIMEOUT_BY_PROGRAM[prog] = m.TIMEOUT
         SECTION_BY_NAME_PREFIX.extend((pre, m.KEY) for pre in getattr(m, "NAME_PREFIXES", []))
-        SECTION_BY_PAPER_PLACE.extend((pl, m.KEY) for pl in getattr(m, "PAPER_PLACES", []))
+        SECTION_BY_PAPER_PLACE.extend((paper, place, m.KEY)
+                                      for paper, place in getattr(m, "PAPER_PLACES", []))
         for paper in getattr(m, "PAPERS", []):
             PAPER_SECTION[paper] = m.KEY
     SECTIONS.append(("other", "Other"))
@@ -464,11 +467,18 @@ def load_papers(paper_dir):
         paper = os.path.splitext(os.path.basename(path))[0]
         for n in data.get("numbers", []):
             n = dict(n, paper=paper)
-            n["section"] = PAPER_SECTION.get(paper) or next(
-                (s for p, s in SECTION_BY_PAPER_PLACE if str(n.get("where", "")).startswith(p)),
-                "other")
+            n["section"] = paper_section(paper, n.get("where", ""))
             numbers.append(n)
     return numbers
+
+
+def paper_section(paper, where):
+    """The section a number from `paper` (its file name) at `where` is shown in: the section
+    that claims the whole paper, else the one that claims that place of that paper."""
+    if paper in PAPER_SECTION:
+        return PAPER_SECTION[paper]
+    return next((s for pp, place, s in SECTION_BY_PAPER_PLACE
+                 if pp == paper and str(where).startswith(place)), "other")
 
 
 def write_outputs(out, machine, entries, runs, targets, papers):
@@ -635,6 +645,13 @@ def selftest():
               "section module %s defines KEY, TITLE, INTRO and PROGRAMS" % m.__name__)
         if hasattr(m, "selftest"):
             m.selftest(check)
+
+    check(paper_section("spacejmp", "Figure 1, quoted in Section 2.4") == "fig1" and
+          paper_section("hybrid-segmentation", "Figure 5, Section 4.2.1") == "fig5" and
+          paper_section("hybrid-segmentation", "Figure 1") == "other" and
+          paper_section("carat", "Table 2") == "other" and
+          paper_section("avm", "AVM, Figure 1") == PAPER_SECTION["avm"] != "fig1",
+          "paper numbers are routed by paper and place, not by place alone")
 
     line = progress_line(2, 5, "bench_x", 125, 3700, 1)
     check("[2/5] bench_x: 2:05 elapsed, about 1:01:40 left" in line and "+1 program never"
