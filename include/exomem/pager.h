@@ -192,6 +192,27 @@ int exo_pager_flush(exo_pager *pager);
 /* Copy the region's counters into *out. -EXO_EINVAL for NULL. Never blocks for I/O. */
 int exo_pager_get_stats(exo_pager *pager, exo_pager_stats *out);
 
+/* A region as another process sees it (exo_pager_list). */
+typedef struct exo_pager_info {
+    int pid;
+    uint64_t base, size, unit;
+    exo_pager_policy policy;
+    exo_pager_table table;
+    exo_pager_delivery delivery;
+    unsigned threads;          /* handler threads (EXO_PAGER_THREADS) */
+    char store[32];            /* the store's kind: "file", "memory-lz4", ... */
+    exo_pager_stats stats;     /* live counters, each read once (not one snapshot) */
+} exo_pager_info;
+
+/* The pager regions of process pid (this process's own too), oldest first: out[0..cap)
+ * filled, *count set to how many there are (may exceed cap). Each region publishes its
+ * counters in the registry (EXOMEM_ROOT's pager/ directory) while it lives, best effort: a
+ * region made while the registry could not be written is not listed. Records left by a
+ * process that died are removed here. -EXO_ENOENT (with a message) when pid has no region,
+ * -EXO_EINVAL (count NULL, or out NULL with cap > 0), the registry's errors. Reads a few
+ * small files; thread-safe. */
+int exo_pager_list(int pid, exo_pager_info *out, size_t cap, size_t *count);
+
 /* Why the last fault of this region that could not be served failed ("store read of unit 7
  * failed: Input/output error"), or "" when none has. The text is valid until the region is
  * destroyed. Never fails. */

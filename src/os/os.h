@@ -100,6 +100,9 @@ int exo_os_hide(uint64_t addr, uint64_t len);
 int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate,
                           bool huge_advice);
 
+/* Map all of file fd (len bytes) shared wherever the kernel likes; *addr receives it. */
+int exo_os_map_file(int fd, uint64_t len, bool writable, uint64_t *addr);
+
 /* Move the page tables of the mapping at [from, from+len) to `to` (replacing the reservation
  * there) with mremap(MREMAP_FIXED|MREMAP_DONTUNMAP), then make `from` inaccessible. Neither
  * range is ever a hole. Not for hugetlb mappings. */
@@ -194,6 +197,9 @@ int exo_os_dir_each(const char *dir, int (*each)(const char *name, void *arg), v
 int exo_os_dir_is_empty(const char *dir);
 uid_t exo_os_euid(void);
 int exo_os_pid(void);
+/* When process pid started (clock ticks since boot, /proc/PID/stat): with the pid it names
+ * one process, even after its pid is reused. -EXO_ENOENT if there is no such process. */
+int exo_os_process_start(int pid, uint64_t *ticks);
 /* Copy size bytes from file src to file dst through two temporary shared mappings (works
  * on hugetlbfs, which has no read/write). */
 int exo_os_copy_file(int src, int dst, uint64_t size);

@@ -6,6 +6,8 @@
 #include "internal.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,4 +153,25 @@ uid_t exo_os_euid(void)
 int exo_os_pid(void)
 {
     return (int)getpid();
+}
+
+int exo_os_process_start(int pid, uint64_t *ticks)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -exo_os_code(errno);
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    /* Field 22 (starttime); the command name (field 2) may hold spaces, so count from ')'. */
+    char *p = strrchr(line, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    unsigned long long t;
+    if (!p || sscanf(p + 1, "%llu", &t) != 1)
+        return -EXO_EIO;
+    *ticks = t;
+    return 0;
 }

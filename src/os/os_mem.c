@@ -83,6 +83,17 @@ int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bo
     return 0;
 }
 
+int exo_os_map_file(int fd, uint64_t len, bool writable, uint64_t *addr)
+{
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
+    void *p = mmap(NULL, len, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    *addr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
 int exo_os_move(uint64_t from, uint64_t to, uint64_t len)
 {
     if (exo_os_fault(EXO_FAULT_MOVE))

@@ -26,7 +26,7 @@ void exo_pager_count_latency(struct exo_pager *p, uint64_t ns)
     unsigned b = 0;
     while (b + 1 < EXO_PAGER_LATENCY_BUCKETS && (ns >> (b + 1)))
         b++;
-    __atomic_fetch_add(&p->stats.latency[b], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&p->stats->latency[b], 1, __ATOMIC_RELAXED);
 }
 
 /* ---- handler threads ---- */

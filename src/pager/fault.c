@@ -40,7 +40,7 @@ static int store_read(struct exo_pager *p, uint64_t u, void *buf)
         rc = exo_pager_store_read(p->store, u, p->unit, buf);
         if (rc == 0 || rc == -EXO_ENOENT)
             return rc;
-        p->stats.store_errors++;
+        p->stats->store_errors++;
     }
     return rc;
 }
@@ -53,7 +53,7 @@ static int store_write(struct exo_pager *p, uint64_t u, const void *buf)
             exo_os_sleep_ns(UINT64_C(1000000) << (2 * (i - 1)));
         if ((rc = exo_pager_store_write(p->store, u, p->unit, buf)) == 0)
             return 0;
-        p->stats.store_errors++;
+        p->stats->store_errors++;
     }
     return rc;
 }
@@ -107,7 +107,8 @@ int exo_pager_write_back(struct exo_pager *p, uint32_t f)
     }
     fr->dirty = false;
     p->dirty--;
-    p->stats.writebacks++;
+    exo_pager_note_occupancy(p);
+    p->stats->writebacks++;
     return set_entry(p, fr->unit, get_entry(p, fr->unit) | ENTRY_STORED);
 }
 
@@ -129,7 +130,8 @@ int exo_pager_evict(struct exo_pager *p, uint32_t f)
     exo_pager_policy_removed(p, f);
     release_frame(p, f);
     p->resident--;
-    p->stats.evictions++;
+    exo_pager_note_occupancy(p);
+    p->stats->evictions++;
     return 0;
 }
 
@@ -205,14 +207,15 @@ static int fill_unit(struct exo_pager *p, uint64_t u, bool write, bool prefetch)
     p->frames[f] = (struct frame){.unit = u, .prev = NO_FRAME, .next = NO_FRAME, .used = true,
                                   .dirty = write, .wp = !write};
     p->resident++;
+    exo_pager_note_occupancy(p);
     p->dirty += write;
     exo_pager_policy_filled(p, f, write);
     if (zero)
-        p->stats.zero_fills++;
+        p->stats->zero_fills++;
     else
-        p->stats.store_reads++;
+        p->stats->store_reads++;
     if (prefetch)
-        p->stats.readaheads++;
+        p->stats->readaheads++;
     return 0;
 }
 
@@ -245,7 +248,8 @@ int exo_pager_serve(struct exo_pager *p, uint64_t addr, bool write)
         if (!fr->dirty) {
             fr->dirty = true;
             p->dirty++;
-            p->stats.write_faults++;
+            exo_pager_note_occupancy(p);
+            p->stats->write_faults++;
         }
         exo_pager_policy_referenced(p, f, true);
         return 0;
@@ -253,7 +257,7 @@ int exo_pager_serve(struct exo_pager *p, uint64_t addr, bool write)
     int rc = fill_unit(p, u, write, false);
     if (rc)
         return rc;
-    p->stats.faults++;
+    p->stats->faults++;
     uint64_t ahead = readahead_for(p, u);
     if (ahead) {
         uint32_t f = ENTRY_FRAME(get_entry(p, u));

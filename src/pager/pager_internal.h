@@ -70,7 +70,11 @@ struct exo_pager {
     pthread_t threads[64];
     int slot;                   /* index in the SIGBUS table, or -1 */
 
-    exo_pager_stats stats;      /* under the lock, except the latency buckets (atomic adds) */
+    /* Counters: under the lock, except the latency buckets (atomic adds). They live in the
+     * published record (publish.h) when there is one, else in own_stats. */
+    exo_pager_stats *stats;
+    exo_pager_stats own_stats;
+    struct exo_pager_pub *pub;
     char failure[256];
 };
 
@@ -112,5 +116,14 @@ void exo_pager_delivery_stop(struct exo_pager *p);
 
 /* Add one fault's service time to the latency histogram. */
 void exo_pager_count_latency(struct exo_pager *p, uint64_t ns);
+
+/* Bring the published resident, dirty and table byte counts up to date (after they
+ * change; all O(1)). */
+static inline void exo_pager_note_occupancy(struct exo_pager *p)
+{
+    p->stats->resident_bytes = (uint64_t)p->resident * p->unit;
+    p->stats->dirty_bytes = (uint64_t)p->dirty * p->unit;
+    p->stats->table_bytes = p->table->ops->bytes(p->table);
+}
 
 #endif

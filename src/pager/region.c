@@ -1,5 +1,6 @@
 /* Pager regions (exomem/pager.h): making and freeing them, hints, discard, flush, stats. */
 #include "pager/pager_internal.h"
+#include "pager/publish.h"
 #include "internal.h"
 #include "os/os.h"
 #include "os/os_vm.h"
@@ -97,6 +98,7 @@ static int check_options(const exo_pager_options *in, exo_pager_options *o)
 
 static void free_region(struct exo_pager *p)
 {
+    exo_pager_unpublish(p);
     if (p->base)
         exo_os_unmap(p->base, p->size);
     if (p->uffd >= 0)
@@ -143,6 +145,7 @@ EXO_API int exo_pager_create(const exo_pager_options *opt, exo_pager **out)
         atomic_store(&o.store->users, 0);
         return exo_fail(EXO_ENOMEM, "pager: out of memory");
     }
+    p->stats = &p->own_stats;
     pthread_mutex_init(&p->lock, NULL);
     p->uffd = p->stop_fd = -1;
     p->size = o.size;
@@ -156,7 +159,7 @@ EXO_API int exo_pager_create(const exo_pager_options *opt, exo_pager **out)
     p->readahead = o.readahead;
     p->nthreads = o.threads;
     p->head = p->tail = p->hand = NO_FRAME;
-    p->stats.budget_bytes = o.budget;
+    p->stats->budget_bytes = o.budget;
     p->frames = malloc((size_t)p->nframes * sizeof *p->frames);
     p->buf = aligned_alloc(EXO_PAGER_UNIT_4K, p->unit);
     p->zeros = aligned_alloc(EXO_PAGER_UNIT_4K, p->unit);
@@ -174,6 +177,8 @@ EXO_API int exo_pager_create(const exo_pager_options *opt, exo_pager **out)
             p->frames[f] = (struct frame){.prev = NO_FRAME, .next = p->free_head};
             p->free_head = f;
         }
+        exo_pager_publish(p, o.table);
+        exo_pager_note_occupancy(p);
         if ((rc = open_uffd(p)) == 0)
             rc = exo_pager_delivery_start(p);
     }
@@ -325,6 +330,7 @@ EXO_API int exo_pager_discard(exo_pager *p, void *addr, size_t len)
             if (p->frames[f].dirty) {
                 p->frames[f].dirty = false;
                 p->dirty--;
+                exo_pager_note_occupancy(p);
             }
             if (p->frames[f].pinned) {
                 p->frames[f].pinned = false;
@@ -362,13 +368,13 @@ EXO_API int exo_pager_get_stats(exo_pager *p, exo_pager_stats *out)
     if (!p || !out)
         return exo_fail(EXO_EINVAL, "exo_pager_get_stats: pager or out is NULL");
     pthread_mutex_lock(&p->lock);
-    *out = p->stats;
+    *out = *p->stats;
     out->resident_bytes = (uint64_t)p->resident * p->unit;
     out->dirty_bytes = (uint64_t)p->dirty * p->unit;
     out->table_bytes = p->table->ops->bytes(p->table);
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS; i++)
-        out->latency[i] = __atomic_load_n(&p->stats.latency[i], __ATOMIC_RELAXED);
+        out->latency[i] = __atomic_load_n(&p->stats->latency[i], __ATOMIC_RELAXED);
     return 0;
 }
 

@@ -92,6 +92,27 @@ static int open_root(bool create, mode_t *mode)
     return 0;
 }
 
+/* Reach registry subdirectory `name`, making it (with the mode subdirectories get under a
+ * root of root_mode) when `create`. */
+static int reach_subdir(const char *name, bool create, mode_t root_mode)
+{
+    char path[EXO_PATH_MAX];
+    int rc = exo_reg_path(path, sizeof path, "%s", name);
+    if (rc)
+        return rc;
+    struct stat st;
+    if ((rc = exo_os_stat(path, &st)) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return exo_fail(EXO_ECORRUPT, "registry entry %s is not a directory", path);
+        return 0;
+    }
+    if (rc != -EXO_ENOENT)
+        return exo_fail(-rc, "cannot reach registry directory %s: %s", path, strerror(errno));
+    if (!create)
+        return exo_fail(EXO_ENOENT, "no registry directory %s", path);
+    return make_dir(path, subdir_mode(root_mode));
+}
+
 int exo_reg_open(bool create)
 {
     static const char *const subdirs[] = {"segs", "vases", "names"};
@@ -99,25 +120,21 @@ int exo_reg_open(bool create)
     int rc = open_root(create, &root_mode);
     if (rc)
         return rc;
-    char path[EXO_PATH_MAX];
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
-        if ((rc = exo_reg_path(path, sizeof path, "%s", subdirs[i])) != 0)
+        if ((rc = reach_subdir(subdirs[i], create, root_mode)) != 0) {
+            if (rc == -EXO_ENOENT)
+                return exo_fail(EXO_ENOENT, "no registry at %s", exomem_root());
             return rc;
-        struct stat st;
-        if ((rc = exo_os_stat(path, &st)) == 0) {
-            if (!S_ISDIR(st.st_mode))
-                return exo_fail(EXO_ECORRUPT, "registry entry %s is not a directory", path);
-            continue;
         }
-        if (rc != -EXO_ENOENT)
-            return exo_fail(-rc, "cannot reach registry directory %s: %s", path,
-                            strerror(errno));
-        if (!create)
-            return exo_fail(EXO_ENOENT, "no registry at %s", exomem_root());
-        if ((rc = make_dir(path, subdir_mode(root_mode))) != 0)
-            return rc;
     }
     return 0;
+}
+
+int exo_reg_open_extra(const char *name, bool create)
+{
+    mode_t root_mode = 0700;
+    int rc = open_root(create, &root_mode);
+    return rc ? rc : reach_subdir(name, create, root_mode);
 }
 
 /* Open the registry file `path` (lock, ids) read-write, creating it with the registry's own

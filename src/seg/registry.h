@@ -5,6 +5,7 @@
  *   segs/<id>         segment record;   segs/<id>.data  its data (4K pages)
  *   vases/<id>        VAS record (its mode is the VAS's permission)
  *   names/seg:<NAME>  symlink to "<id>"; names/vas:<NAME> likewise
+ *   pager/<pid>-<n>.stats  a live pager region's statistics (src/pager/publish.c)
  *
  * A new object becomes visible only when its name link is made, after its files are
  * complete, so a crash never leaves a half-made object behind a name. Records end with a
@@ -25,6 +26,10 @@ enum exo_kind { EXO_KIND_SEG, EXO_KIND_VAS };
 /* Make sure the registry directories exist (creating them when `create`). -EXO_ENOENT if
  * they do not and !create. */
 int exo_reg_open(bool create);
+
+/* Reach a registry subdirectory outside the object store ("pager": published pager
+ * statistics), made like the others when `create`. -EXO_ENOENT if missing and !create. */
+int exo_reg_open_extra(const char *name, bool create);
 
 /* Take the registry lock (exclusive for changes); *fd receives the lock's descriptor. */
 int exo_reg_lock(bool exclusive, int *fd);

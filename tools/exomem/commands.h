@@ -5,12 +5,13 @@
 
 #include "util.h"
 
-extern const struct cli_cmd ls_cmd, show_cmd, seg_cmd, vas_cmd, run_cmd;
+extern const struct cli_cmd ls_cmd, show_cmd, seg_cmd, vas_cmd, run_cmd, pager_cmd;
 
 int run_ls(int argc, char **argv);
 int run_show(int argc, char **argv);
 int run_seg(int argc, char **argv);
 int run_vas(int argc, char **argv);
 int run_run(int argc, char **argv);
+int run_pager(int argc, char **argv);
 
 #endif

@@ -8,7 +8,8 @@
  *   exomem vas add-seg VAS SEG [--ro]
  *   exomem vas rm-seg VAS SEG
  *   exomem vas rm NAME
- *   exomem run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] -- PROGRAM [ARGS]
+ *   exomem run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] [--heap-in WHO] -- PROGRAM [ARGS]
+ *   exomem pager stats PID [--json]
  *
  * Exit codes (enum cli_exit in util.h): 0 ok, 1 operation failed, 2 usage error (including
  * bad names, alignment, size and page size), 3 not found, 4 permission denied, 5 exists
@@ -21,7 +22,7 @@
 
 static const struct cli_cmd top_cmd = {
     "", "[--help | --version] COMMAND [ARGS]",
-    "Manage exomem segments and virtual address spaces (VASes).",
+    "Manage exomem segments and virtual address spaces (VASes); look at pager regions.",
     "",
 };
 
@@ -37,8 +38,9 @@ static const char top_help[] =
     "  vas add-seg VAS SEG [--ro]       record a segment in a VAS (read-write unless --ro)\n"
     "  vas rm-seg VAS SEG               remove a segment from a VAS\n"
     "  vas rm NAME                      delete a VAS (its segments remain)\n"
-    "  run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] -- PROGRAM [ARGS]\n"
-    "                                   run PROGRAM with its malloc heap in one segment\n\n"
+    "  run --heap-segment SIZE [--page 4k|2m|1g] [--base ADDR] [--heap-in WHO] -- PROGRAM\n"
+    "      [ARGS]                       run PROGRAM with its malloc heap in one segment\n"
+    "  pager stats PID [--json]         counters of a running process's pager regions\n\n"
     "Options:\n"
     "  -h, --help       this help; 'exomem COMMAND [SUBCOMMAND] --help' for one command\n"
     "  -V, --version    print the version\n\n"
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
         {"seg", &seg_cmd, run_seg},
         {"vas", &vas_cmd, run_vas},
         {"run", &run_cmd, run_run},
+        {"pager", &pager_cmd, run_pager},
     };
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
                       !strcmp(argv[1], "help"))) {
