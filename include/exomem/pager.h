@@ -90,7 +90,13 @@ typedef struct exo_pager_options {
     unsigned readahead;        /* units filled after a faulting one (0: none) */
     exo_pager_store *store;    /* required; stays the caller's (close it after the region) */
     exo_pager_callbacks callbacks; /* EXO_PAGER_CUSTOM only */
+    unsigned flags;            /* EXO_PAGER_HUGE_PAGES */
 } exo_pager_options;
+
+/* exo_pager_options.flags: back the region with 2 MiB hugetlb pages (unit must be
+ * EXO_PAGER_UNIT_2M): one TLB entry per unit. Needs budget / 2 MiB free pages in the 2 MiB
+ * pool when the region is made (-EXO_ENOHUGE otherwise). */
+#define EXO_PAGER_HUGE_PAGES 1u
 
 /* exo_pager_advise() hints. */
 typedef enum exo_pager_advice {

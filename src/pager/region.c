@@ -93,6 +93,19 @@ static int check_options(const exo_pager_options *in, exo_pager_options *o)
                         MAX_THREADS);
     if (!o->store)
         return exo_fail(EXO_EINVAL, "pager: no store");
+    if (o->flags & ~EXO_PAGER_HUGE_PAGES)
+        return exo_fail(EXO_EINVAL, "pager: unknown flags %#x", o->flags);
+    if ((o->flags & EXO_PAGER_HUGE_PAGES) && o->unit != EXO_PAGER_UNIT_2M)
+        return exo_fail(EXO_EINVAL, "pager: EXO_PAGER_HUGE_PAGES needs 2 MiB units");
+    if (o->flags & EXO_PAGER_HUGE_PAGES) {
+        long avail = 0;
+        int rc = exo_os_pool_available(EXO_PAGER_UNIT_2M, NULL, &avail);
+        if (rc || (uint64_t)avail < o->budget / o->unit)
+            return exo_fail(EXO_ENOHUGE, "pager: a budget of %zu 2 MiB huge pages needs that "
+                            "many free in the 2 MiB pool, which has %ld (as root: raise "
+                            "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)",
+                            o->budget / o->unit, rc ? 0L : avail);
+    }
     return 0;
 }
 
@@ -167,7 +180,8 @@ EXO_API int exo_pager_create(const exo_pager_options *opt, exo_pager **out)
                                             : exo_pager_table_new(o.table, p->nunits, &p->table);
     if (rc) {
         rc = exo_fail(-rc, "pager: out of memory for %u frames", p->nframes);
-    } else if ((rc = exo_os_map_anon(p->size, false, &p->base)) != 0) {
+    } else if ((rc = exo_os_map_anon(p->size, o.flags & EXO_PAGER_HUGE_PAGES,
+                                     &p->base)) != 0) {
         rc = exo_fail(-rc, "pager: cannot reserve %zu bytes of address space", o.size);
     }
     if (!rc) {
