@@ -169,12 +169,15 @@ static bool bench_prot1_unprot(exo_vm_region *r, char *base, size_t npages, vmb_
 
 #define PROTN_ROUNDS 20
 
-/* PROTN of 100 pages, contiguous (then AVM's unprot100 of the range) and scattered. */
+/* PROTN of 100 pages, contiguous (then AVM's unprot100 of the range) and scattered; and,
+ * like for like with AVM's prot100 (read-protection), the contiguous 100 pages made
+ * inaccessible where the engine can (the uffd engine can only write-protect). */
 static bool bench_protn(exo_vm_region *r, char *base, size_t npages, vmb_rng *rng,
                         const char *engine_params)
 {
     void *pages[PROTN_N];
-    double contig_ms = 0, unprotn_ms = 0, scat_ms = 0;
+    double contig_ms = 0, unprotn_ms = 0, scat_ms = 0, read_ms = 0;
+    bool read_ok = true;
     char params[160];
     snprintf(params, sizeof params, "%s,\"n\":%d", engine_params, PROTN_N);
     for (int k = 0; k < PROTN_ROUNDS; k++) {
@@ -189,6 +192,11 @@ static bool bench_protn(exo_vm_region *r, char *base, size_t npages, vmb_rng *rn
         if (exo_vm_protect(r, pages[0], PROTN_N * PG, EXO_VM_READWRITE) != 0)
             return vmb_failed(params, "exo_vm_protect READWRITE");
         unprotn_ms += vmb_ms_since(t0);
+        t0 = bench_now_ns();
+        read_ok = read_ok && exo_vm_protn(r, pages, PROTN_N, EXO_VM_NOACCESS) == 0;
+        read_ms += vmb_ms_since(t0);
+        if (read_ok && exo_vm_protect(r, pages[0], PROTN_N * PG, EXO_VM_READWRITE) != 0)
+            return vmb_failed(params, "exo_vm_protect READWRITE after read-protection");
 
         size_t idx[PROTN_N];
         if (vmb_pick_pages(rng, npages, PROTN_N, idx) != 0)
@@ -206,6 +214,11 @@ static bool bench_protn(exo_vm_region *r, char *base, size_t npages, vmb_rng *rn
     snprintf(p2, sizeof p2, "%s,\"layout\":\"contiguous\"", params);
     vmb_emit("vm_protn", "us", contig_ms * 1e3 / PROTN_ROUNDS, p2, NULL);
     vmb_emit("vm_unprotn", "us", unprotn_ms * 1e3 / PROTN_ROUNDS, p2, NULL);
+    snprintf(p2, sizeof p2, "%s,\"layout\":\"contiguous\",\"protect\":\"read\"", params);
+    if (read_ok)
+        vmb_emit("vm_protn_read", "us", read_ms * 1e3 / PROTN_ROUNDS, p2, NULL);
+    else
+        vmb_skip(p2, "this engine cannot read-protect (userfaultfd only write-protects)");
     snprintf(p2, sizeof p2, "%s,\"layout\":\"scattered\"", params);
     vmb_emit("vm_protn", "us", scat_ms * 1e3 / PROTN_ROUNDS, p2, NULL);
     return true;

@@ -1,7 +1,8 @@
-/* Published pager statistics (exo_pager_list, `exomem pager stats PID`): another process
- * sees a live region's counters while it works, as text and JSON from the CLI; a destroyed
- * region disappears; a process killed with -9 leaves a record that the next reader removes;
- * bad arguments are rejected. */
+/* Watching a region: exo_pager_query() tells a unit's state from the region's page table
+ * (AVM's one-page dirty query); published statistics (exo_pager_list, `exomem pager stats
+ * PID`): another process sees a live region's counters while it works, as text and JSON
+ * from the CLI; a destroyed region disappears; a process killed with -9 leaves a record that
+ * the next reader removes; bad arguments are rejected. */
 #include "harness.h"
 
 #include <exomem/pager.h>
@@ -213,12 +214,48 @@ static void own_regions_and_bad_arguments(void)
     }
 }
 
+static void query_states(void)
+{
+    exo_pager_store *s;
+    CHECK_OK(exo_pager_store_memory(EXO_PAGER_LZ4, &s));
+    exo_pager_options o = {.size = 8 * 4 * KIB, .budget = 2 * 4 * KIB, .policy = EXO_PAGER_FIFO,
+                           .store = s};
+    exo_pager *p;
+    CHECK_OK(exo_pager_create(&o, &p));
+    volatile char *base = exo_pager_base(p);
+    unsigned st = 99;
+    CHECK_OK(exo_pager_query(p, (const void *)base, &st));
+    CHECK_EQ(st, 0); /* never touched */
+    base[0] = 1;
+    CHECK_OK(exo_pager_query(p, (const void *)(base + 100), &st));
+    CHECK_EQ(st, EXO_PAGER_RESIDENT | EXO_PAGER_DIRTY);
+    CHECK_OK(exo_pager_flush(p));
+    CHECK_OK(exo_pager_query(p, (const void *)base, &st));
+    CHECK_EQ(st, EXO_PAGER_RESIDENT | EXO_PAGER_STORED);
+    base[4096] = 2;                    /* unit 1, then units 2 and 3 push unit 0 out (FIFO) */
+    base[2 * 4096] = 3;
+    CHECK_OK(exo_pager_query(p, (const void *)base, &st));
+    CHECK_EQ(st, EXO_PAGER_STORED);
+    CHECK_EQ(base[0], 1);              /* read back: resident again, clean */
+    CHECK_OK(exo_pager_query(p, (const void *)base, &st));
+    CHECK_EQ(st, EXO_PAGER_RESIDENT | EXO_PAGER_STORED);
+    (void)base[3 * 4096];              /* read only: resident, clean, nothing stored */
+    CHECK_OK(exo_pager_query(p, (const void *)(base + 3 * 4096), &st));
+    CHECK_EQ(st, EXO_PAGER_RESIDENT);
+    CHECK_ERR(exo_pager_query(p, (const void *)(base + o.size), &st), EXO_EINVAL);
+    CHECK_ERR(exo_pager_query(p, (const void *)base, NULL), EXO_EINVAL);
+    CHECK_ERR(exo_pager_query(NULL, (const void *)base, &st), EXO_EINVAL);
+    CHECK_OK(exo_pager_destroy(p));
+    CHECK_OK(exo_pager_store_close(s));
+}
+
 int main(void)
 {
     root = test_root_setup();
     const char *why = NULL;
     if (exo_vm_engine_supported(EXO_VM_ENGINE_UFFD, 0, &why) != 0)
         SKIP("userfaultfd is not usable here: %s\n", why ? why : "?");
+    query_states();
     live_region_is_seen();
     killed_process_record_is_removed();
     own_regions_and_bad_arguments();

@@ -10,6 +10,8 @@ KEY = "appel_li"
 TITLE = "Appel and Li: virtual-memory primitives for user programs (and the AVM table), redone"
 ORDER = 50
 PROGRAMS = ["bench_vm"]
+# AVM's one-page dirty query, measured on the pager by bench_pager.
+NAME_PREFIXES = ["vm_dirty_query"]
 PAPERS = ["appel-li", "avm"]
 TIMEOUT = 900
 
@@ -36,7 +38,9 @@ COLUMNS = [
     ("ADD", "vm_add", {}, ["ADD"]),
     ("TRAP", "vm_trap", {}, ["TRAP", "trap"]),
     ("PROT1", "vm_prot1", {}, ["(un)prot1"]),
-    ("PROTN (100)", "vm_protn", {"n": 100, "layout": "contiguous"}, ["prot100"]),
+    ("PROTN (100), write-protect", "vm_protn", {"n": 100, "layout": "contiguous"}, []),
+    ("PROTN (100), read-protect", "vm_protn_read", {"n": 100, "layout": "contiguous"},
+     ["prot100"]),
     ("UNPROT", "vm_unprot", {}, ["(un)prot1"]),
     ("UNPROT100", "vm_unprotn", {"n": 100, "layout": "contiguous"}, ["unprot100"]),
     ("appel1 = TRAP+PROT1+UNPROT", "vm_appel1", {}, ["TRAP +PROT1 +UNPROT", "appel1"]),
@@ -130,6 +134,11 @@ def main_table(entries, papers):
             report.fmt_stat(d), fmt_bytes(d["params"]["bytes"]))
         rows.append(["<b>this machine: %s</b>" % esc(eng), "bench_vm"] + cols +
                     ["-" if map2 is None else "%s (one page)" % stat(map2), dirty, "4096"])
+    q = one(entries, "vm_dirty_query", engine="pager")
+    if q is not None:
+        rows.append(["<b>this machine: exomem pager</b>", "bench_pager"] +
+                     ["-"] * len(COLUMNS) +
+                     ["-", "%s &micro;s (one page query)" % stat(q), "4096"])
     return table(headers, rows)
 
 
@@ -315,9 +324,16 @@ def render(entries, papers, out, plots):
              "<p>Our TRAP includes the handler's UNPROT (a write fault cannot resume otherwise); "
              "the 1991 TRAP's handler changed no protection. TRAP &minus; UNPROT (minima, "
              "the least disturbed by other work) estimates the bare trap: %s &micro;s.</p>" % (", ".join(bare) or "no data"),
-             "<p>AVM's prot100/unprot100 are shown under PROTN/UNPROT100; its (un)prot1 under "
-             "both PROT1 and UNPROT; its dirty is a one-page query, not a cycle. MAP2 is "
-             "yes/no in 1991; ours is the time of exo_vm_map2_create of one page.</p>"]
+             "<p>Like for like with AVM: its prot100 read-protects 100 pages, so it stands "
+             "under our read-protect column (every access then traps; the uffd engine cannot "
+             "do that, it only write-protects), not under write-protect, which is what "
+             "Appel and Li's PROTN needs; its unprot100 is under UNPROT100 and its (un)prot1 "
+             "under both PROT1 and UNPROT. AVM's dirty asks whether one page is dirty by "
+             "parsing the application's page table: its like is the exomem pager row "
+             "(exo_pager_query of a random page); our engines' DIRTY is a different thing, "
+             "a whole cycle (write-protect a region, let 1% be written, collect the dirty "
+             "pages). MAP2 is yes/no in 1991; ours is the time of exo_vm_map2_create of one "
+             "page.</p>"]
     bars = figure2_bars(entries, papers)
     if plots and bars:
         plot_figure2(bars, os.path.join(out, "appel_li_fig2.png"))
@@ -415,10 +431,14 @@ def _fake_entries(uffd_cycle_ms, uffd_after):
             c = 38.0 * size / GIB if eng == "signal" else uffd_cycle_ms * size / GIB
             es += [_entry("vm_dirty_cycle", "ms", c, dict(q, written_pct=1)),
                    _entry("vm_dirty_collect", "ms", c / 2, dict(q, written_pct=1))]
+        if eng == "signal":
+            es.append(_entry("vm_protn_read", "us", 2.2, dict(p, n=100, layout="contiguous",
+                                                               protect="read")))
         m = {"engine": eng, "pages": MAPS_PAGES, "bytes": GIB}
         es += [_entry("vm_mappings", "mappings", 26, dict(m, stage="before")),
                _entry("vm_mappings", "mappings", 5200 if eng == "signal" else uffd_after,
                       dict(m, stage="after"))]
+    es.append(_entry("vm_dirty_query", "us", 0.05, {"engine": "pager"}))
     return es
 
 
@@ -451,6 +471,11 @@ def selftest(check):
     try:
         plots = report.can_plot()
         html = render(good, papers, tmp, plots)
+        check("this machine: exomem pager" in html and
+              "0.05 [0.045&ndash;0.06] &micro;s (one page query)" in html,
+              "appel_li: AVM's dirty has its like, the pager's one-page query")
+        check("PROTN (100), read-protect" in html and "2.200 [1.980&ndash;2.640]" in html,
+              "appel_li: AVM's prot100 has its like, read-protection")
         for s in ("this machine: uffd", "DEC3100, Aegis", "Sun 3/60, SunOS 4.0", "1 GiB",
                   "38 [34.2&ndash;45.6] ms", "mappings after", "0.500 at the start",
                   "0.0003 (0.300 [0.270&ndash;0.360] ns)", "signal 1.710, uffd 3.420 &micro;s"):

@@ -195,6 +195,17 @@ int exo_pager_discard(exo_pager *pager, void *addr, size_t len);
  * fails (the units that could not be written stay dirty). Blocks for the I/O. */
 int exo_pager_flush(exo_pager *pager);
 
+/* exo_pager_query() state bits. */
+#define EXO_PAGER_RESIDENT 1u /* in memory now */
+#define EXO_PAGER_DIRTY 2u    /* written since it was filled or last written back */
+#define EXO_PAGER_STORED 4u   /* the store holds a copy (possibly older than memory's) */
+
+/* The state of the unit holding addr, from the region's own page table (AVM's "is this page
+ * dirty?" query): a mask of EXO_PAGER_RESIDENT, _DIRTY and _STORED in *state, 0 for a unit
+ * never written. -EXO_EINVAL (NULL, or addr outside the region). Takes the region's lock;
+ * never blocks for I/O. */
+int exo_pager_query(exo_pager *pager, const void *addr, unsigned *state);
+
 /* Copy the region's counters into *out. -EXO_EINVAL for NULL. Never blocks for I/O. */
 int exo_pager_get_stats(exo_pager *pager, exo_pager_stats *out);
 

@@ -392,6 +392,29 @@ EXO_API int exo_pager_get_stats(exo_pager *p, exo_pager_stats *out)
     return 0;
 }
 
+EXO_API int exo_pager_query(exo_pager *p, const void *addr, unsigned *state)
+{
+    exo_clear_error();
+    if (!p || !state)
+        return exo_fail(EXO_EINVAL, "exo_pager_query: pager or state is NULL");
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    if (a < p->base || a - p->base >= p->size)
+        return exo_fail(EXO_EINVAL, "exo_pager_query: %p is outside the region", addr);
+    uint64_t u = (a - p->base) / p->unit;
+    pthread_mutex_lock(&p->lock);
+    const uint64_t *e = p->table->ops->find(p->table, u);
+    uint64_t entry = e ? *e : 0;
+    unsigned st = (entry & ENTRY_STORED) ? EXO_PAGER_STORED : 0;
+    if (entry & ENTRY_RESIDENT) {
+        st |= EXO_PAGER_RESIDENT;
+        if (p->frames[ENTRY_FRAME(entry)].dirty)
+            st |= EXO_PAGER_DIRTY;
+    }
+    pthread_mutex_unlock(&p->lock);
+    *state = st;
+    return 0;
+}
+
 EXO_API const char *exo_pager_last_failure(const exo_pager *p)
 {
     return p ? p->failure : "";
