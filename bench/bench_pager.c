@@ -10,12 +10,12 @@
  *
  * Peers, side by side in one run (each in a forked child):
  *   exomem    every policy (fifo, clock, lru, mru) with the file store (in a memory cgroup of
- *             budget + 2 MiB, so the file's page cache cannot act as extra memory) and the
+ *             budget + 4 MiB, so the file's page cache cannot act as extra memory) and the
  *             lz4/zstd memory stores (outside the cgroup, like zram's memory), handler-thread
  *             delivery; SIGBUS delivery for lru with the file and lz4 stores
- *   kernel    the same code on anonymous memory in a memory cgroup of budget + 2 MiB, swap on
+ *   kernel    the same code on anonymous memory in a memory cgroup of budget + 4 MiB, swap on
  *             zram (lz4) and on a swap file on the same disk as the file store
- * The budget is what the pager may keep resident; the 2 MiB more of the cgroup are for what
+ * The budget is what the pager may keep resident; the 4 MiB more of the cgroup are for what
  * the process allocates besides the data (page tables, the pager's tables), given to both.
  * (A process's pages from before it entered the cgroup stay charged where they were.)
  *
@@ -30,6 +30,8 @@
 #include "pager/table.h"
 
 #include <exomem/pager.h>
+#include <exomem/seg.h>
+#include <exomem/vas.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,7 +43,7 @@
 
 #define MIB ((uint64_t)1 << 20)
 #define PAGE 4096
-#define SLACK (2 * MIB)
+#define SLACK (4 * MIB)
 #define STORE_DIR "/var/tmp"
 
 enum workload { W_UNIFORM, W_ZIPF, W_SCAN, W_CHASE, N_WORKLOADS };
@@ -184,6 +186,7 @@ struct run {
     exo_pager_policy policy;
     enum store_kind store;
     exo_pager_delivery delivery;
+    char store_path[128];   /* the file store's file (chosen and removed by the parent) */
     /* results, passed back through a shared page */
     double seconds;
     double fault_p50_us, fault_p99_us;
@@ -217,8 +220,7 @@ static int run_kernel(struct run *r, uint64_t bytes, const double *cdf)
 static int run_exomem(struct run *r, uint64_t bytes, const double *cdf)
 {
     exo_pager_store *s;
-    char path[256];
-    snprintf(path, sizeof path, STORE_DIR "/exomem-bench-pager-%d", (int)getpid());
+    const char *path = r->store_path;
     if (r->store == S_FILE) {
         unlink(path);
         TRY(exo_pager_store_file(path, &s));
@@ -320,7 +322,11 @@ static void one(struct run r)
     if (shared == MAP_FAILED)
         bench_die("mmap", -EXO_ENOMEM);
     *shared = r;
+    static unsigned serial;
+    snprintf(shared->store_path, sizeof shared->store_path,
+             STORE_DIR "/exomem-bench-pager-%d-%u", (int)getpid(), serial++);
     int rc = bench_in_child(child_main, shared, workload_names[r.w]);
+    unlink(shared->store_path); /* also when the child was killed */
     report_run(shared, rc);
     munmap(shared, sizeof r);
 }
@@ -412,6 +418,60 @@ static void dirty_query(void)
     TRY(exo_pager_store_close(s));
 }
 
+/* ---- paged segments: what a switch costs with N dirty pages ---- */
+
+/* A 256 MiB SEG_PAGED segment (64 MiB budget) in a VAS: switch in, dirty N pages, switch
+ * out (writing them back), timed as one round trip, against the same with an ordinary
+ * segment of the same size. */
+static void paged_switch(void)
+{
+    static const int dirty[] = {0, 16, 256, 4096};
+    const uint64_t size = 256 * MIB, base = UINT64_C(0x520000000000);
+    const int rounds = quick ? 5 : 20;
+    for (int kind = 0; kind < 2 && !bench_stop; kind++) {
+        struct seg_opts so = {.flags = kind ? SEG_PAGED : SEG_NORESERVE, .paged_dir = STORE_DIR,
+                              .paged_budget = 64 * MIB};
+        segid_t sid;
+        vasid_t vid;
+        vhandle_t vh;
+        char name[32];
+        snprintf(name, sizeof name, "switch-%d", kind);
+        int rc = seg_alloc_ex(name, base, size, 0600, &so, &sid);
+        if (rc) {
+            bench_emit_skip(kind ? "\"segment\":\"paged\"" : "\"segment\":\"plain\"",
+                            "cannot make the segment");
+            continue;
+        }
+        TRY(vas_create(name, 0600, &vid));
+        TRY(seg_attach(vid, sid, SEG_RDWR));
+        TRY(vas_attach(vid, &vh));
+        TRY(vas_switch(vh)); /* once untimed: the first switch-in maps and populates */
+        TRY(vas_switch(VAS_HOME));
+        for (size_t d = 0; d < sizeof dirty / sizeof dirty[0] && !bench_stop; d++) {
+            for (int r = 0; r < repeats; r++) {
+                uint64_t total = 0;
+                for (int k = 0; k < rounds; k++) {
+                    uint64_t t0 = bench_now_ns();
+                    TRY(vas_switch(vh));
+                    volatile char *mem = (volatile char *)(uintptr_t)base;
+                    for (int i = 0; i < dirty[d]; i++)
+                        mem[(uint64_t)i * PAGE * 7 % size] = (char)k;
+                    TRY(vas_switch(VAS_HOME));
+                    total += bench_now_ns() - t0;
+                }
+                char params[128];
+                snprintf(params, sizeof params, "\"segment\":\"%s\",\"dirty_pages\":%d",
+                         kind ? "paged" : "plain", dirty[d]);
+                bench_emit("paged_switch_roundtrip_us", "us", (double)total / rounds / 1e3,
+                           params, NULL, "switch in, write N pages, switch out");
+            }
+        }
+        TRY(vas_detach(vh));
+        TRY(vas_delete(vid));
+        TRY(seg_delete(sid));
+    }
+}
+
 /* ---- the run ---- */
 
 int main(int argc, char **argv)
@@ -447,6 +507,7 @@ int main(int argc, char **argv)
            (unsigned long long)(budget / MIB), (unsigned long long)ops, repeats, quick);
     tables();
     dirty_query();
+    paged_switch();
 
     const char *cg = kswap_cgroup_make(budget + SLACK);
     const char *dev_why[3] = {NULL, NULL, NULL};

@@ -112,6 +112,7 @@ static void config_load(void)
     copy_env(config.hugetlbfs_2m, sizeof config.hugetlbfs_2m, "EXOMEM_HUGETLBFS_2M", "");
     copy_env(config.hugetlbfs_1g, sizeof config.hugetlbfs_1g, "EXOMEM_HUGETLBFS_1G", "");
     copy_env(config.tmpfs_huge, sizeof config.tmpfs_huge, "EXOMEM_TMPFS_HUGE", "");
+    copy_env(config.paged_dir, sizeof config.paged_dir, "EXOMEM_PAGED_DIR", "/var/tmp");
 
     config.lock_timeout_ms = 10000;
     const char *wait = getenv("EXOMEM_LOCK_TIMEOUT");

@@ -24,6 +24,7 @@ struct exo_config {
     char hugetlbfs_2m[4096];  /* EXOMEM_HUGETLBFS_2M: hugetlbfs mount for 2M segments */
     char hugetlbfs_1g[4096];  /* EXOMEM_HUGETLBFS_1G: hugetlbfs mount for 1G segments */
     char tmpfs_huge[4096];    /* EXOMEM_TMPFS_HUGE: tmpfs with huge pages for SEG_THP */
+    char paged_dir[1000];     /* EXOMEM_PAGED_DIR: where SEG_PAGED stores go (/var/tmp) */
     bool vm_disable_uffd;     /* EXOMEM_VM_DISABLE_UFFD set and not "0" */
     long lock_timeout_ms;     /* EXOMEM_LOCK_TIMEOUT (ms; default 10000): registry lock wait */
 };

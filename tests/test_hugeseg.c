@@ -130,7 +130,7 @@ static void part_backing_4k(void)
     if (exo_os_tmpfs_huge_policy(root) == EXO_TMPFS_HUGE_NONE)
         CHECK_EQ(b.huge, 0);
 
-    struct seg_opts so = {SEG_PAGE_4K, SEG_NORESERVE};
+    struct seg_opts so = {.page_size = SEG_PAGE_4K, .flags = SEG_NORESERVE};
     CHECK_OK(seg_alloc_ex("sparse4k", test_base(1), 64 * MIB, 0600, &so, &sparse));
     char path[4096];
     snprintf(path, sizeof path, "%s/segs/%llu.data", root, (unsigned long long)sparse);
@@ -159,7 +159,7 @@ static void part_backing_4k(void)
 static void part_thp(void)
 {
     const uint64_t size = 8 * MIB, base = test_base(2);
-    struct seg_opts so = {SEG_PAGE_4K, SEG_THP};
+    struct seg_opts so = {.page_size = SEG_PAGE_4K, .flags = SEG_THP};
     segid_t sid;
     errno = 0;
     int rc = seg_alloc_ex("thp", base, size, 0600, &so, &sid);
@@ -182,7 +182,7 @@ static void part_thp(void)
     CHECK_EQ(b.huge, size); /* 23 GiB free here: the kernel has 2 MiB pages to give */
 
     /* SEG_THP is for 4K-granular segments only. */
-    struct seg_opts bad = {SEG_PAGE_2M, SEG_THP};
+    struct seg_opts bad = {.page_size = SEG_PAGE_2M, .flags = SEG_THP};
     segid_t none;
     CHECK_ERR(seg_alloc_ex("thp-bad", test_base(3), 4 * MIB, 0600, &bad, &none), EXO_EINVAL);
 
@@ -217,7 +217,7 @@ static void part_thp(void)
     }
 
     /* A sparse THP segment: the report allocates nothing. */
-    struct seg_opts sparse_opts = {SEG_PAGE_4K, SEG_THP | SEG_NORESERVE};
+    struct seg_opts sparse_opts = {.page_size = SEG_PAGE_4K, .flags = SEG_THP | SEG_NORESERVE};
     segid_t sparse;
     CHECK_OK(seg_alloc_ex("thp-sparse", test_base(5), 16 * MIB, 0600, &sparse_opts, &sparse));
     for (int round = 0; round < 2; round++) {
@@ -249,7 +249,7 @@ static void part_thp_advise(void)
     }
     parts_run++;
     const uint64_t size = 8 * MIB, base = test_base(6);
-    struct seg_opts so = {SEG_PAGE_4K, SEG_THP | SEG_NORESERVE};
+    struct seg_opts so = {.page_size = SEG_PAGE_4K, .flags = SEG_THP | SEG_NORESERVE};
     segid_t sid;
     CHECK_OK(seg_alloc_ex("thp-advise", base, size, 0600, &so, &sid));
     vasid_t vid;
@@ -290,7 +290,7 @@ static void unprivileged_alloc(void *p)
 {
     long avail = *(long *)p; /* ask for one page more than the pool has free */
     CHECK(setgid(65534) == 0 && setuid(65534) == 0);
-    struct seg_opts so = {SEG_PAGE_2M, 0};
+    struct seg_opts so = {.page_size = SEG_PAGE_2M, .flags = 0};
     segid_t sid;
     CHECK_ERR(seg_alloc_ex("nobody2m", test_base(7), (uint64_t)(avail + 1) * SEG_PAGE_2M, 0600,
                            &so, &sid), EXO_ENOHUGE);
@@ -324,7 +324,7 @@ static void part_2m(void)
     long avail0;
     CHECK_OK(exo_os_pool_available(SEG_PAGE_2M, NULL, &avail0));
     long grow = avail0 >= 4 ? 0 : 4 - avail0;
-    struct seg_opts so = {SEG_PAGE_2M, 0};
+    struct seg_opts so = {.page_size = SEG_PAGE_2M, .flags = 0};
     segid_t sid;
     CHECK_OK(seg_alloc_ex("huge2m", base, size, 0666, &so, &sid));
     CHECK_EQ(hp_read_pool(0), hp_pool_start[0] + grow);
@@ -383,7 +383,7 @@ static void part_2m_impossible(void)
     uint64_t mem;
     CHECK_OK(exo_os_mem_available(&mem));
     uint64_t size = ((mem / GIB) + 8) * GIB;
-    struct seg_opts so = {SEG_PAGE_2M, 0};
+    struct seg_opts so = {.page_size = SEG_PAGE_2M, .flags = 0};
     segid_t sid = 0;
     long before = hp_read_pool(0);
     CHECK_ERR(seg_alloc_ex("toobig", test_base(8), size, 0600, &so, &sid), EXO_ENOHUGE);
@@ -412,7 +412,7 @@ static void part_1g(void)
         return;
     }
     const uint64_t base = test_base(9);
-    struct seg_opts so = {SEG_PAGE_1G, 0};
+    struct seg_opts so = {.page_size = SEG_PAGE_1G, .flags = 0};
     segid_t sid;
     long before = hp_read_pool(1), avail1;
     CHECK_OK(exo_os_pool_available(SEG_PAGE_1G, NULL, &avail1));

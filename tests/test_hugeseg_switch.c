@@ -52,7 +52,7 @@ static void noreserve(int k)
 {
     const char *part = k == 0 ? "noreserve-2m" : "noreserve-1g";
     uint64_t page = k == 0 ? SEG_PAGE_2M : SEG_PAGE_1G, size = k == 0 ? 4 * page : page;
-    struct seg_opts so = {page, SEG_NORESERVE};
+    struct seg_opts so = {.page_size = page, .flags = SEG_NORESERVE};
     segid_t sid;
     int rc = seg_alloc_ex(k == 0 ? "nr2m" : "nr1g", test_base(k == 0 ? 2 : 4), size, 0600, &so,
                           &sid);
@@ -120,7 +120,7 @@ static void *prober(void *arg)
 
 static void no_hole_no_mremap(void)
 {
-    struct seg_opts so = {SEG_PAGE_2M, 0};
+    struct seg_opts so = {.page_size = SEG_PAGE_2M, .flags = 0};
     segid_t s[2];
     bases[0] = test_base(5);
     bases[1] = test_base(6);
@@ -165,7 +165,7 @@ static void no_hole_no_mremap(void)
 
 static void one_gig(void)
 {
-    struct seg_opts so = {SEG_PAGE_1G, 0}, small = {SEG_PAGE_4K, 0};
+    struct seg_opts so = {.page_size = SEG_PAGE_1G}, small = {.page_size = SEG_PAGE_4K};
     segid_t big, other;
     uint64_t base = test_base(8), other_base = test_base(10);
     int rc = seg_alloc_ex("g1", base, GIB, 0600, &so, &big);

@@ -18,11 +18,11 @@ INTRO = (
     "scan of 1.5&times; the budget, <b>chase</b> pointer chasing (8 dependent hops per "
     "lookup through 64-byte nodes). Data is 2&times; and 4&times; the budget, written once "
     "before the timed operations. <b>exomem</b>: a pager region with a frame budget, every "
-    "policy with the file store (in a memory cgroup of the budget + 2 MiB, so that the "
+    "policy with the file store (in a memory cgroup of the budget + 4 MiB, so that the "
     "file's page cache cannot serve as extra memory) and the lz4/zstd memory stores (their "
     "compressed copies live outside any limit, as zram's do), handler-thread delivery, and "
     "SIGBUS delivery for LRU. <b>kernel</b>: the same program on anonymous memory in a "
-    "memory cgroup of the budget + 2 MiB (v1 <code>memory.limit_in_bytes</code> here), with "
+    "memory cgroup of the budget + 4 MiB (v1 <code>memory.limit_in_bytes</code> here), with "
     "swap on zram (lz4) or on a swap file on the same disk as the file store. Shown: "
     "operations per second as a ratio to the kernel with zram (above 1: exomem is faster), "
     "the fault service time of each store and delivery, and the cost of the three page-table "
@@ -205,6 +205,15 @@ def render(entries, papers, out, plots):
                  "lookups. AVM's prototype used the sorted vector and proposed a hash "
                  "table.</p>")
     parts.append(table_table(entries))
+    sw = [e for e in entries if e["name"] == "paged_switch_roundtrip_us"]
+    if sw:
+        parts.append("<h3>Paged segments: a switch with N dirty pages</h3><p>A 256 MiB segment "
+                     "in a VAS, switched in, N pages written, switched out (a paged segment "
+                     "writes them back and frees its pager region), per round trip, against an "
+                     "ordinary segment of the same size.</p>")
+        rows = [[esc(e["params"]["segment"]), fmt_num(e["params"]["dirty_pages"]),
+                 report.fmt_stat(e)] for e in sw]
+        parts.append(table(["segment", "dirty pages", "round trip (us)"], rows))
     return "\n".join(parts)
 
 

@@ -61,9 +61,26 @@ typedef int vhandle_t;      /* a process's attachment of a VAS; VAS_HOME is the 
  * segment (all or nothing) and shrunk again by seg_delete(); otherwise EXO_ENOHUGE, with
  * exomem_last_error() saying how many pages are missing, and nothing is created. Never a
  * silent fallback to 4K pages. */
+/* Paged segments (docs/pager.md, "Paged segments"): the data lives in a file store of the
+ * application-level pager, in paged_dir on a disk file system, not in memory, so a segment
+ * can be far larger than RAM. Each process that switches it in gets a pager region at its
+ * base with paged_budget bytes of frames; dirty data is written back to the store when the
+ * process switches it out (before its lock is released), so the next process to switch it
+ * in sees it. 4K pages only; not with SEG_THP. seg_clone() of a paged segment is not
+ * supported (EXO_ENOTSUP). */
+#define SEG_PAGED 0x400
+
 struct seg_opts {
     uint64_t page_size;     /* SEG_PAGE_4K (default when 0), SEG_PAGE_2M or SEG_PAGE_1G */
-    unsigned flags;         /* SEG_NORESERVE, SEG_THP (only with 4K pages) */
+    unsigned flags;         /* SEG_NORESERVE, SEG_THP (only with 4K pages), SEG_PAGED */
+    /* SEG_PAGED only: */
+    const char *paged_dir;  /* directory of the store file (default $EXOMEM_PAGED_DIR, else
+                             * /var/tmp) */
+    uint64_t paged_budget;  /* bytes each process may keep resident (default: the lesser
+                             * of the size and 256 MiB) */
+    unsigned paged_policy;  /* an exo_pager_policy (default EXO_PAGER_CLOCK); not CUSTOM */
+    uint64_t paged_unit;    /* 4 KiB (default) or 2 MiB units (then base and size must be
+                             * multiples of 2 MiB) */
 };
 
 struct seg_info {

@@ -118,6 +118,8 @@ int exo_os_protect(uint64_t addr, uint64_t len, int access);
  * and not inherited by a child (MADV_DONTFORK): for memory whose pages a pager fills.
  * huge_2m: of 2 MiB hugetlb pages (MAP_HUGETLB), taken from the pool as they are filled. */
 int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr);
+/* exo_os_map_anon() at exactly addr, over what is there (the caller's reservation). */
+int exo_os_map_anon_fixed(uint64_t addr, uint64_t len, bool huge_2m);
 
 /* Drop the pages of [addr, addr+len) (MADV_DONTNEED): private memory reads as missing (or
  * zero) afterwards. */

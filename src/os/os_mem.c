@@ -145,6 +145,24 @@ int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr)
     return 0;
 }
 
+int exo_os_map_anon_fixed(uint64_t addr, uint64_t len, bool huge_2m)
+{
+    if (exo_os_fault(EXO_FAULT_MAP))
+        return -exo_os_code(errno);
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED |
+                (huge_2m ? MAP_HUGETLB : 0);
+#ifdef MAP_HUGE_2MB
+    if (huge_2m)
+        flags |= MAP_HUGE_2MB;
+#endif
+    void *p = mmap((void *)(uintptr_t)addr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED)
+        return -exo_os_code(errno);
+    /* Not inherited by fork, like every pager region: a child has no handler for it. */
+    (void)madvise(p, len, MADV_DONTFORK);
+    return 0;
+}
+
 int exo_os_drop_pages(uint64_t addr, uint64_t len)
 {
     if (madvise((void *)(uintptr_t)addr, len, MADV_DONTNEED) != 0)

@@ -44,6 +44,7 @@ struct frame {
 struct exo_pager {
     /* What the application chose. */
     uint64_t base, size, unit, nunits;
+    bool base_borrowed;         /* the range is the caller's (exo_pager_create_at): not unmapped */
     uint32_t nframes;
     exo_pager_policy policy;
     exo_pager_delivery delivery;

@@ -1,6 +1,7 @@
 /* Pager regions (exomem/pager.h): making and freeing them, hints, discard, flush, stats. */
 #include "pager/pager_internal.h"
 #include "pager/publish.h"
+#include "pager/segment_region.h"
 #include "internal.h"
 #include "os/os.h"
 #include "os/os_vm.h"
@@ -112,7 +113,7 @@ static int check_options(const exo_pager_options *in, exo_pager_options *o)
 static void free_region(struct exo_pager *p)
 {
     exo_pager_unpublish(p);
-    if (p->base)
+    if (p->base && !p->base_borrowed)
         exo_os_unmap(p->base, p->size);
     if (p->uffd >= 0)
         exo_os_close(p->uffd);
@@ -141,9 +142,37 @@ static int open_uffd(struct exo_pager *p)
     return 0;
 }
 
+static int create_region(const exo_pager_options *opt, uint64_t fixed_base, exo_pager **out);
+
 EXO_API int exo_pager_create(const exo_pager_options *opt, exo_pager **out)
 {
     exo_clear_error();
+    return create_region(opt, 0, out);
+}
+
+int exo_pager_create_at(const exo_pager_options *opt, uint64_t base, exo_pager **out)
+{
+    if (!base)
+        return exo_fail(EXO_EINVAL, "pager: no base for a region at a fixed address");
+    return create_region(opt, base, out);
+}
+
+/* The region's memory: anywhere, or over the caller's reservation at fixed_base. */
+static int map_region(struct exo_pager *p, const exo_pager_options *o, uint64_t fixed_base)
+{
+    bool huge = o->flags & EXO_PAGER_HUGE_PAGES;
+    if (!fixed_base)
+        return exo_os_map_anon(p->size, huge, &p->base);
+    int rc = exo_os_map_anon_fixed(fixed_base, p->size, huge);
+    if (!rc) {
+        p->base = fixed_base;
+        p->base_borrowed = true;
+    }
+    return rc;
+}
+
+static int create_region(const exo_pager_options *opt, uint64_t fixed_base, exo_pager **out)
+{
     exo_pager_options o = {0};
     int rc = check_options(opt, &o);
     if (rc)
@@ -180,8 +209,7 @@ EXO_API int exo_pager_create(const exo_pager_options *opt, exo_pager **out)
                                             : exo_pager_table_new(o.table, p->nunits, &p->table);
     if (rc) {
         rc = exo_fail(-rc, "pager: out of memory for %u frames", p->nframes);
-    } else if ((rc = exo_os_map_anon(p->size, o.flags & EXO_PAGER_HUGE_PAGES,
-                                     &p->base)) != 0) {
+    } else if ((rc = map_region(p, &o, fixed_base)) != 0) {
         rc = exo_fail(-rc, "pager: cannot reserve %zu bytes of address space", o.size);
     }
     if (!rc) {
@@ -222,6 +250,27 @@ static int write_back_all(struct exo_pager *p)
             first = rc;
     }
     return first;
+}
+
+int exo_pager_quiesce(exo_pager *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int rc = write_back_all(p);
+    /* The lock stays held either way: no fault is served until resume or release. */
+    return rc ? exo_fail(-rc, "pager: %s", p->failure) : 0;
+}
+
+void exo_pager_resume(exo_pager *p)
+{
+    pthread_mutex_unlock(&p->lock);
+}
+
+void exo_pager_release(exo_pager *p)
+{
+    pthread_mutex_unlock(&p->lock);
+    exo_pager_delivery_stop(p);
+    atomic_store(&p->store->users, 0);
+    free_region(p);
 }
 
 EXO_API int exo_pager_destroy(exo_pager *p)

@@ -35,4 +35,8 @@ int exo_pager_store_read(exo_pager_store *s, uint64_t unit, size_t size, void *b
 int exo_pager_store_write(exo_pager_store *s, uint64_t unit, size_t size, const void *buf);
 int exo_pager_store_discard(exo_pager_store *s, uint64_t unit, size_t size);
 
+/* A file store over fd (a regular file; owned from now on, closed on failure): 0, -EXO_EINVAL
+ * (not a regular file), -EXO_ENOMEM, the kernel's fstat errors. Records no message. */
+int exo_pager_store_file_fd(int fd, exo_pager_store **out);
+
 #endif

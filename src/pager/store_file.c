@@ -73,32 +73,39 @@ static void file_close(exo_pager_store *s)
 static const struct store_ops file_ops = {file_read, file_write, file_discard, file_usage,
                                           file_close};
 
-EXO_API int exo_pager_store_file(const char *path, exo_pager_store **out)
+/* A file store over an open descriptor of a regular file, which it then owns (closed on
+ * failure too). For paged segments (src/vas/paged.c), whose data file is open already. */
+int exo_pager_store_file_fd(int fd, exo_pager_store **out)
 {
-    exo_clear_error();
-    if (!path || !out)
-        return exo_fail(EXO_EINVAL, "exo_pager_store_file: path or out is NULL");
-    struct file_store *f = calloc(1, sizeof *f);
-    if (!f)
-        return exo_fail(EXO_ENOMEM, "file store %s: out of memory", path);
-    int fd = exo_os_open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        free(f);
-        return exo_fail(-fd, "file store %s: cannot open it: %s", path, strerror(errno));
-    }
     struct stat st;
     int rc = exo_os_fstat(fd, &st);
     if (rc == 0 && !S_ISREG(st.st_mode))
         rc = -EXO_EINVAL;
-    if (rc) {
+    struct file_store *f = rc ? NULL : calloc(1, sizeof *f);
+    if (!f) {
         exo_os_close(fd);
-        free(f);
-        return exo_fail(-rc, "file store %s: not a regular file", path);
+        return rc ? rc : -EXO_ENOMEM;
     }
     f->base.ops = &file_ops;
     f->base.kind = "file";
     f->fd = fd;
     atomic_store(&f->end, (uint64_t)st.st_size);
     *out = &f->base;
+    return 0;
+}
+
+EXO_API int exo_pager_store_file(const char *path, exo_pager_store **out)
+{
+    exo_clear_error();
+    if (!path || !out)
+        return exo_fail(EXO_EINVAL, "exo_pager_store_file: path or out is NULL");
+    int fd = exo_os_open(path, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return exo_fail(-fd, "file store %s: cannot open it: %s", path, strerror(errno));
+    int rc = exo_pager_store_file_fd(fd, out);
+    if (rc == -EXO_ENOMEM)
+        return exo_fail(EXO_ENOMEM, "file store %s: out of memory", path);
+    if (rc)
+        return exo_fail(-rc, "file store %s: not a regular file", path);
     return 0;
 }

@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "os/os.h"
 #include "seg/claims.h"
+#include "seg/paged.h"
 #include "seg/placement.h"
 #include "seg/registry.h"
 #include "seg/vas_record.h"
@@ -51,13 +52,15 @@ static int load_format1(const char *path, struct exo_seg_rec *rec)
 static uint32_t rec_flags_of(unsigned opt_flags)
 {
     return ((opt_flags & SEG_NORESERVE) ? EXO_SEG_REC_NORESERVE : 0) |
-           ((opt_flags & SEG_THP) ? EXO_SEG_REC_THP : 0);
+           ((opt_flags & SEG_THP) ? EXO_SEG_REC_THP : 0) |
+           ((opt_flags & SEG_PAGED) ? EXO_SEG_REC_PAGED : 0);
 }
 
 static unsigned opt_flags_of(uint32_t rec_flags)
 {
     return ((rec_flags & EXO_SEG_REC_NORESERVE) ? SEG_NORESERVE : 0u) |
-           ((rec_flags & EXO_SEG_REC_THP) ? SEG_THP : 0u);
+           ((rec_flags & EXO_SEG_REC_THP) ? SEG_THP : 0u) |
+           ((rec_flags & EXO_SEG_REC_PAGED) ? SEG_PAGED : 0u);
 }
 
 /* A record that passed its checksum can still have been written by anyone who may write
@@ -72,7 +75,11 @@ static bool record_sane(const struct exo_seg_rec *rec)
     if (rec->size == 0 || rec->size % page || rec->base % page || rec->base == 0 ||
         rec->base + rec->size < rec->base || rec->base + rec->size > EXO_USER_ADDR_END)
         return false;
-    if (rec->flags & ~(EXO_SEG_REC_NORESERVE | EXO_SEG_REC_THP) || rec->name[0] == '\0')
+    if (rec->flags & ~(EXO_SEG_REC_NORESERVE | EXO_SEG_REC_THP | EXO_SEG_REC_PAGED) ||
+        rec->name[0] == '\0')
+        return false;
+    if ((rec->flags & EXO_SEG_REC_PAGED) &&
+        (page != SEG_PAGE_4K || (rec->flags & EXO_SEG_REC_THP) || !rec->data_path[0]))
         return false;
     if (rec->data_path[0] == '\0')
         return page == SEG_PAGE_4K && !(rec->flags & EXO_SEG_REC_THP);
@@ -182,7 +189,8 @@ static int create_data(const struct exo_seg_rec *rec, mode_t mode, const char *p
                         strerror(errno));
     int rc = exo_os_fchmod(fd, mode);
     bool hugetlb = rec->page_size != SEG_PAGE_4K, thp = rec->flags & EXO_SEG_REC_THP;
-    bool reserve = !(rec->flags & EXO_SEG_REC_NORESERVE);
+    /* A paged segment's store file is sparse: larger than memory is its point. */
+    bool reserve = !(rec->flags & (EXO_SEG_REC_NORESERVE | EXO_SEG_REC_PAGED));
     if (!rc)
         rc = exo_os_size_file(fd, rec->size, !hugetlb && !thp && reserve);
     if (rc)
@@ -212,8 +220,11 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
         return rc;
     if (!sid)
         return exo_fail(EXO_EINVAL, "segment '%s': sid is NULL", name);
-    if (flags & ~(unsigned)(SEG_NORESERVE | SEG_THP))
+    if (flags & ~(unsigned)(SEG_NORESERVE | SEG_THP | SEG_PAGED))
         return exo_fail(EXO_EINVAL, "segment '%s': unknown flags %#x", name, flags);
+    if ((flags & SEG_PAGED) && (page != SEG_PAGE_4K || (flags & SEG_THP)))
+        return exo_fail(EXO_EINVAL, "segment '%s': SEG_PAGED goes with 4K pages and without "
+                        "SEG_THP (a paged segment's unit is set by paged_unit)", name);
     if ((flags & SEG_THP) && page != SEG_PAGE_4K)
         return exo_fail(EXO_EINVAL, "segment '%s': SEG_THP goes with 4K pages, not %lluK "
                         "(hugetlb pages are huge already)", name, (unsigned long long)(page >> 10));
@@ -245,15 +256,24 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
     char dpath[EXO_PATH_MAX], rpath[EXO_PATH_MAX];
     struct placement pl = {.pool_added = 0};
     bool placed = false;
+    struct exo_paged_rec paged;
     rc = exo_reg_next_id(&rec.id);
     if (!rc && (page != SEG_PAGE_4K || (flags & SEG_THP)))
         placed = (rc = exo_seg_place_data(&rec, &pl)) == 0;
+    if (!rc && (flags & SEG_PAGED))
+        rc = exo_paged_place(&rec, opts, &paged);
     if (!rc)
         rc = data_path(&rec, dpath, sizeof dpath);
     if (!rc)
         rc = record_path(rec.id, rpath, sizeof rpath);
     if (!rc)
         rc = create_data(&rec, mode, dpath);
+    bool paged_saved = false;
+    if (!rc && (flags & SEG_PAGED)) {
+        paged_saved = (rc = exo_paged_save(rec.id, &paged)) == 0;
+        if (rc)
+            exo_os_unlink(dpath);
+    }
     if (!rc) {
         exo_record_seal(&rec, sizeof rec);
         rc = exo_record_create(rpath, &rec, sizeof rec, 0644);
@@ -269,6 +289,8 @@ EXO_API int seg_alloc_ex(const char *name, uint64_t base, uint64_t size, mode_t 
         if (rc)
             exo_os_unlink(dpath);
     }
+    if (rc && paged_saved)
+        exo_paged_remove(rec.id);
     if (rc && placed)
         exo_seg_unplace(&pl);
     exo_reg_unlock(lock);
@@ -386,6 +408,9 @@ EXO_API int seg_clone(segid_t sid, const char *new_name, segid_t *new_sid)
         rc = exo_seg_load(sid, &rec);
     if (rc)
         return rc;
+    if (rec.flags & EXO_SEG_REC_PAGED)
+        return exo_fail(EXO_ENOTSUP, "segment '%s' is paged: cloning a paged segment is not "
+                        "supported", rec.name);
     int src;
     bool writable;
     if ((rc = exo_seg_open_data(&rec, &src, &writable)) != 0)
@@ -458,6 +483,8 @@ EXO_API int seg_delete(segid_t sid)
     if (!rc) {
         if (record_path(sid, path, sizeof path) == 0)
             exo_os_unlink(path);
+        if (rec.flags & EXO_SEG_REC_PAGED)
+            exo_paged_remove(sid);
         if (data_path(&rec, path, sizeof path) == 0)
             exo_os_unlink(path);
     }

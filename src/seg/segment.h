@@ -13,6 +13,7 @@
  * a record on disk. */
 #define EXO_SEG_REC_NORESERVE 0x1u
 #define EXO_SEG_REC_THP 0x2u
+#define EXO_SEG_REC_PAGED 0x4u   /* data in a pager file store (data_path); see segs/<id>.paged */
 
 /* The on-disk segment record (segs/<id>). Fixed size; sealed with a checksum. */
 struct exo_seg_rec {
@@ -30,6 +31,21 @@ struct exo_seg_rec {
                                  * segment; seg_delete() gives them back */
     uint64_t checksum;
 };
+
+/* A paged segment's pager settings (segs/<id>.paged), sealed like the records. */
+#define EXO_PAGED_MAGIC "EXOPGD\0\1"
+#define EXO_PAGED_VERSION 1
+struct exo_paged_rec {
+    char magic[8];
+    uint32_t version;
+    uint32_t policy;            /* exo_pager_policy */
+    uint64_t budget;            /* bytes resident per process */
+    uint64_t unit;              /* 4 KiB or 2 MiB */
+    uint64_t checksum;
+};
+
+/* Read and check paged segment sid's settings against its record. */
+int exo_paged_load(const struct exo_seg_rec *rec, struct exo_paged_rec *out);
 
 /* Read and verify segment sid's record. */
 int exo_seg_load(segid_t sid, struct exo_seg_rec *rec);

@@ -31,6 +31,8 @@ static void after_fork_child(void)
     struct space *s = &the_space;
     for (size_t i = 0; i < s->npsegs; i++) {
         struct pseg *ps = s->psegs[i];
+        if (ps->paged)
+            exo_paged_forget(ps);
         if (ps->where == PSEG_VISIBLE) {
             exo_os_hide(ps->base, ps->size);
             ps->where = PSEG_HIDDEN;
@@ -214,7 +216,13 @@ int exo_pseg_get(struct space *s, segid_t sid, int flags, struct pseg **out)
     *ps = (struct pseg){.sid = sid, .base = rec.base, .size = rec.size,
                         .page_size = rec.page_size, .thp = (rec.flags & EXO_SEG_REC_THP) != 0,
                         .fd = fd, .fd_writable = writable,
-                        .refs = 1, .where = PSEG_HIDDEN};
+                        .refs = 1, .where = PSEG_HIDDEN,
+                        .paged = (rec.flags & EXO_SEG_REC_PAGED) != 0};
+    if (ps->paged && (rc = exo_paged_load(&rec, &ps->paged_rec)) != 0) {
+        exo_os_close(fd);
+        free(ps);
+        return rc;
+    }
     memcpy(ps->name, rec.name, sizeof ps->name);
     struct reserve_state st = {0, 0};
     rc = for_each_piece(s, ps->base, ps->base + ps->size, ps, reserve_piece, &st);

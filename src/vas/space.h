@@ -31,6 +31,12 @@ struct pseg {
     int access;                 /* when visible: EXO_ACCESS_READ or EXO_ACCESS_RW */
     uint64_t park_addr;         /* reserved parking slot, 0 if none */
     enum exo_lock_mode lock;    /* lock this process holds on it */
+    /* SEG_PAGED (paged.c): the data is in a pager store; while visible a pager region at
+     * the base serves it. */
+    bool paged;
+    struct exo_paged_rec paged_rec;
+    struct exo_pager *pager;
+    struct exo_pager_store *store;
 };
 
 struct attach_seg {
@@ -82,6 +88,15 @@ int exo_space_switch(struct space *s, struct attachment *to, bool wait);
 /* Make one segment visible at its base (access EXO_ACCESS_READ or _RW), or take it off. */
 int exo_space_show(struct space *s, struct pseg *ps, int access);
 void exo_space_hide(struct space *s, struct pseg *ps);
+
+/* Paged segments (paged.c). Show: a pager region at the base over a file store of the
+ * data file. Flush: write a visible one's dirty units back (before its lock can go). Hide:
+ * write back, put the reservation back, free the region. Forget: in a fork child, drop
+ * the parent's region without touching it. */
+int exo_paged_show(struct pseg *ps, int access);
+int exo_paged_flush(struct pseg *ps);
+void exo_paged_hide(struct pseg *ps);
+void exo_paged_forget(struct pseg *ps);
 
 /* Give up page tables of parked segments, least recently used attachments first, until
  * the park area is within its bound. `keep` is never evicted. */

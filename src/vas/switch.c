@@ -107,12 +107,17 @@ static void release_unless_in(struct space *s, const struct attachment *keep)
 
 static bool parkable(const struct space *s, const struct pseg *ps)
 {
-    return s->engine == VAS_ENGINE_PARK && ps->page_size == SEG_PAGE_4K;
+    return s->engine == VAS_ENGINE_PARK && ps->page_size == SEG_PAGE_4K && !ps->paged;
 }
 
 /* Take a segment off its base: park its page tables, or drop them. */
 static void switch_out(struct space *s, struct pseg *ps)
 {
+    if (ps->paged) { /* written back, then its region goes (paged_switch.c) */
+        exo_paged_hide(ps);
+        ps->where = PSEG_HIDDEN;
+        return;
+    }
     if (parkable(s, ps) && ps->park_addr &&
         exo_os_move(ps->base, ps->park_addr, ps->size) == 0) {
         ps->where = PSEG_PARKED;
@@ -129,11 +134,23 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
 {
     if (ps->where == PSEG_VISIBLE) {
         if (ps->access != access) {
-            int rc = exo_os_protect(ps->base, ps->size, access);
+            /* A paged segment going read-only writes back first: its lock may go next. */
+            int rc = ps->paged && access != EXO_ACCESS_RW ? exo_paged_flush(ps) : 0;
+            if (!rc)
+                rc = exo_os_protect(ps->base, ps->size, access);
             if (rc)
                 return rc;
             ps->access = access;
         }
+        return 0;
+    }
+    if (ps->paged) {
+        int rc = exo_paged_show(ps, access);
+        if (rc)
+            return rc;
+        s->park.maps++;
+        ps->where = PSEG_VISIBLE;
+        ps->access = access;
         return 0;
     }
     if (ps->where == PSEG_PARKED) {
@@ -166,7 +183,10 @@ void exo_space_hide(struct space *s, struct pseg *ps)
 {
     (void)s;
     if (ps->where == PSEG_VISIBLE) {
-        exo_os_hide(ps->base, ps->size);
+        if (ps->paged)
+            exo_paged_hide(ps);
+        else
+            exo_os_hide(ps->base, ps->size);
         ps->where = PSEG_HIDDEN;
     }
     if (ps->lock != EXO_LOCK_NONE && ps->fd >= 0) {
@@ -261,6 +281,25 @@ static int wait_for_lock(struct space *s, struct pseg *ps, enum exo_lock_mode wa
     return 0;
 }
 
+/* Write back the paged segments that `from` shows and `to` does not (or shows read-only),
+ * before anything changes: a store that fails then fails the switch, which leaves
+ * everything as it was, dirty data included. */
+static int flush_leaving(const struct attachment *from, const struct attachment *to)
+{
+    if (!from)
+        return 0;
+    for (unsigned i = 0; i < from->nsegs; i++) {
+        struct pseg *ps = from->segs[i].ps;
+        const struct attach_seg *next = find_in(to, ps);
+        if (!ps->paged || ps->where != PSEG_VISIBLE || (next && next->flags == SEG_RDWR))
+            continue;
+        int rc = exo_paged_flush(ps);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* One attempt at the switch that never waits for a lock; -EXO_EBUSY with *busy set when
  * another process holds one, everything then as it was. */
 static int switch_now(struct space *s, struct attachment *to, struct pseg **busy,
@@ -270,7 +309,9 @@ static int switch_now(struct space *s, struct attachment *to, struct pseg **busy
     if (from == to)
         return 0;
     bool made[VAS_SEGS_MAX] = {false};
-    int rc = reserve_slots(s, from, to, made);
+    int rc = flush_leaving(from, to);
+    if (!rc)
+        rc = reserve_slots(s, from, to, made);
     if (!rc)
         rc = acquire(s, to, busy, busy_mode);
     if (rc) {

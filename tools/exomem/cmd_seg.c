@@ -57,7 +57,7 @@ static int run_seg_create(int argc, char **argv)
 
     const struct cli_cmd *c = &seg_create_cmd;
     uint64_t base, size;
-    struct seg_opts sopts = {SEG_PAGE_4K, noreserve ? SEG_NORESERVE : 0};
+    struct seg_opts sopts = {.page_size = SEG_PAGE_4K, .flags = noreserve ? SEG_NORESERVE : 0};
     mode_t mode = 0660;
     if (!base_s)
         return cli_usage(c, "missing --base ADDR");

@@ -306,7 +306,8 @@ static void json_common(FILE *out, uint64_t id, const char *name, mode_t mode, u
  * whatever values the C constants have. */
 static unsigned json_flags(unsigned seg_flags)
 {
-    return ((seg_flags & SEG_NORESERVE) ? 1u : 0u) | ((seg_flags & SEG_THP) ? 2u : 0u);
+    return ((seg_flags & SEG_NORESERVE) ? 1u : 0u) | ((seg_flags & SEG_THP) ? 2u : 0u) |
+           ((seg_flags & SEG_PAGED) ? 4u : 0u);
 }
 
 static void json_ref(FILE *out, int first, uint64_t id, const char *name, int flags)
@@ -326,8 +327,8 @@ void print_seg_json(const struct seg_info *si, const struct registry_snapshot *s
             (si->flags & SEG_NORESERVE) ? "true" : "false");
     char page[24];
     fmt_page(si, page, sizeof page);
-    fprintf(out, "\"page\": \"%s\", \"thp\": %s, ", page,
-            (si->flags & SEG_THP) ? "true" : "false");
+    fprintf(out, "\"page\": \"%s\", \"thp\": %s, \"paged\": %s, ", page,
+            (si->flags & SEG_THP) ? "true" : "false", (si->flags & SEG_PAGED) ? "true" : "false");
     const struct seg_backing *b = backing_of(s, si->id);
     if (b)
         fprintf(out, "\"resident\": %" PRIu64 ", \"huge\": %" PRIu64 ", ", b->resident, b->huge);
@@ -396,9 +397,14 @@ void print_seg_text(const struct seg_info *si, const struct registry_snapshot *s
     fprintf(out, "  mode       %04o\n", (unsigned)si->mode);
     fprintf(out, "  owner      %s (uid %u, gid %u)\n", owner, (unsigned)si->uid,
             (unsigned)si->gid);
-    fprintf(out, "  flags      %s%s%s\n", (si->flags & SEG_NORESERVE) ? "noreserve" : "",
-            (si->flags & SEG_NORESERVE) && (si->flags & SEG_THP) ? "," : "",
-            (si->flags & SEG_THP) ? "thp" : (si->flags & SEG_NORESERVE) ? "" : "-");
+    char flags[64] = "";
+    if (si->flags & SEG_NORESERVE)
+        strcat(flags, ",noreserve");
+    if (si->flags & SEG_THP)
+        strcat(flags, ",thp");
+    if (si->flags & SEG_PAGED)
+        strcat(flags, ",paged");
+    fprintf(out, "  flags      %s\n", flags[0] ? flags + 1 : "-");
     fprintf(out, "  created    %s\n", created);
     fputs("  vases      ", out);
     for (size_t r = 0; r < s->nsegs; r++)
