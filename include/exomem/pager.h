@@ -147,6 +147,24 @@ typedef enum exo_pager_compression {
  * an unknown compression. */
 int exo_pager_store_memory(exo_pager_compression compression, exo_pager_store **out);
 
+/* A store the application writes. The pager calls these with the region's lock held, from
+ * a handler thread or (EXO_PAGER_SIGBUS) a signal handler: they must not touch the region's
+ * memory or call into the pager. read fills buf (size bytes) with unit `unit` and returns
+ * 0, 1 when the store has never held the unit (the pager then fills zeros), or a negative
+ * exomem code (the fill fails as any store failure does: retried, then SIGBUS); write keeps
+ * buf as unit `unit` (0 or a negative code; the unit then stays dirty and resident);
+ * discard (may be NULL) forgets it. */
+typedef struct exo_pager_store_callbacks {
+    int (*read)(void *arg, uint64_t unit, size_t size, void *buf);
+    int (*write)(void *arg, uint64_t unit, size_t size, const void *buf);
+    int (*discard)(void *arg, uint64_t unit, size_t size);
+    void *arg;
+} exo_pager_store_callbacks;
+
+/* Make a store of the application's callbacks (copied). -EXO_EINVAL (cb, its read or write,
+ * or out NULL), -EXO_ENOMEM. exo_pager_store_usage() counts what write accepted. */
+int exo_pager_store_custom(const exo_pager_store_callbacks *cb, exo_pager_store **out);
+
 /* Bytes a store holds (compressed, for the memory store; allocated blocks for the file) and
  * units it holds. Never fails for a valid store (-EXO_EINVAL for NULL). */
 int exo_pager_store_usage(exo_pager_store *store, uint64_t *bytes, uint64_t *units);
