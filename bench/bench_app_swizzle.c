@@ -24,6 +24,13 @@
 
 #define MIB ((uint64_t)1 << 20)
 
+static char path[] = "/var/tmp/exomem-bench-swizzle-XXXXXX";
+
+static void remove_store(void)
+{
+    unlink(path);
+}
+
 static uint64_t next_key(uint64_t *rng, uint64_t nodes)
 {
     *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
@@ -51,11 +58,11 @@ int main(int argc, char **argv)
     bool quick = bench_parse_args(argc, argv, &repeats, 1, NULL);
     uint64_t store_bytes = quick ? 64 * MIB : 256 * MIB, lookups = quick ? 5000 : 20000;
     uint64_t nodes = store_bytes / sizeof(struct swz_node), window = store_bytes / 16;
-    char path[] = "/var/tmp/exomem-bench-swizzle-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0)
         bench_die("mkstemp", -EXO_EIO);
     close(fd);
+    atexit(remove_store); /* also when bench_die exits */
     TRY(swz_build_tree(path, nodes));
     char params[160];
     for (int r = 0; r < repeats; r++) {
@@ -144,10 +151,8 @@ int main(int argc, char **argv)
                "\"baseline\":\"swizzle_lookups\",\"baseline_params\":{\"peer\":\"decode-warm\","
                "\"store_mib\":%llu}}\n", (double)warm / warm_s, params,
                (unsigned long long)(store_bytes / MIB));
-        if (bad) {
-            unlink(path);
+        if (bad)
             bench_die("a lookup found the wrong value", -EXO_EIO);
-        }
     }
     snprintf(params, sizeof params, "\"peer\":\"swizzle\"");
     bench_emit("swizzle_address_space_mib", "MiB", (double)window / MIB, params, NULL,
@@ -155,6 +160,5 @@ int main(int argc, char **argv)
     snprintf(params, sizeof params, "\"peer\":\"decode\"");
     bench_emit("swizzle_address_space_mib", "MiB", (double)store_bytes / MIB, params, NULL,
                "the whole store");
-    unlink(path);
     return 0;
 }

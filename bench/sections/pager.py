@@ -21,7 +21,7 @@ INTRO = (
     "policy with the file store (in a memory cgroup of the budget + 4 MiB, so that the "
     "file's page cache cannot serve as extra memory) and the lz4/zstd memory stores (their "
     "compressed copies live outside any limit, as zram's do), handler-thread delivery, and "
-    "SIGBUS delivery for LRU. <b>kernel</b>: the same program on anonymous memory in a "
+    "SIGBUS delivery for LRU (the zstd store with LRU only). <b>kernel</b>: the same program on anonymous memory in a "
     "memory cgroup of the budget + 4 MiB (v1 <code>memory.limit_in_bytes</code> here), with "
     "swap on zram (lz4) or on a swap file on the same disk as the file store. Shown: "
     "operations per second as a ratio to the kernel with zram (above 1: exomem is faster), "
@@ -187,9 +187,9 @@ def render(entries, papers, out, plots):
             fmt_num(setup["median"]), fmt_num(setup["params"].get("ops")),
             fmt_num(setup["params"].get("repeats"))))
         if setup["params"].get("quick"):
-            parts.append("<p><b>A --quick run:</b> a 16 MiB budget, data at 2&times; the budget "
-                         "only (not 4&times;), no CLOCK policy and no zstd store, one repeat, "
-                         "page tables at 1 million pages only (not 100 million).</p>")
+            parts.append("<p><b>A --quick run:</b> data at 2&times; the budget only (not "
+                         "4&times;), no CLOCK policy and no zstd store, 20,000 operations, one "
+                         "repeat, page tables at 1 million pages only (not 100 million).</p>")
     if plots:
         plot(entries, os.path.join(out, "pager.png"))
         parts.append("<p><img src=\"pager.png\" alt=\"%s\"></p>" % esc(TITLE))
