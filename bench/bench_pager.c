@@ -10,10 +10,10 @@
  *
  * Peers, side by side in one run (each in a forked child):
  *   exomem    every policy (fifo, clock, lru, mru) with the file and lz4 stores (zstd with lru
- *             only), the file store in a memory cgroup of
- *             budget + 4 MiB, so the file's page cache cannot act as extra memory) and the
- *             lz4/zstd memory stores (outside the cgroup, like zram's memory), handler-thread
- *             delivery; SIGBUS delivery for lru with the file and lz4 stores
+ *             only); the file store runs in a memory cgroup of budget + 4 MiB, so that the
+ *             file's page cache cannot act as extra memory, the memory stores outside it
+ *             (like zram's memory); handler-thread delivery, and SIGBUS delivery for lru
+ *             with the file and lz4 stores
  *   kernel    the same code on anonymous memory in a memory cgroup of budget + 4 MiB, swap on
  *             zram (lz4) and on a swap file on the same disk as the file store
  * The budget is what the pager may keep resident; the 4 MiB more of the cgroup are for what
