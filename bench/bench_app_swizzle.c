@@ -52,6 +52,38 @@ static const uint64_t *decode_find(const char *base, uint64_t key)
     }
 }
 
+/* One lookup of `key` by the decoding way (ctx: the mapped store) or through the window
+ * (ctx: the session): 1 if the value found is wrong or missing. */
+static int decode_wrong(void *ctx, uint64_t key)
+{
+    const uint64_t *n = decode_find(ctx, key);
+    return !n || n[1] != key * 3;
+}
+
+static int swizzled_wrong(void *ctx, uint64_t key)
+{
+    const struct swz_node *n = swz_tree_find(swz_root(ctx), key);
+    return !n || n->value != key * 3;
+}
+
+/* Seconds for `count` lookups of the same 10 keys over and over (the second of two passes:
+ * the first brings their pages in); wrong answers are added to *bad. */
+static double warm_seconds(int (*wrong)(void *, uint64_t), void *ctx, uint64_t nodes,
+                           uint64_t count, uint64_t *bad)
+{
+    uint64_t t0 = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t rng = 7;
+        t0 = bench_now_ns();
+        for (uint64_t i = 0; i < count; i++) {
+            if (i % 10 == 0)
+                rng = 7;
+            *bad += (uint64_t)wrong(ctx, next_key(&rng, nodes));
+        }
+    }
+    return (double)(bench_now_ns() - t0) / 1e9;
+}
+
 int main(int argc, char **argv)
 {
     int repeats = 3;
@@ -73,26 +105,12 @@ int main(int argc, char **argv)
         if (map == MAP_FAILED)
             bench_die("mmap", -EXO_ENOMEM);
         uint64_t rng = 7, bad = 0, t0 = bench_now_ns();
-        for (uint64_t i = 0; i < lookups; i++) {
-            uint64_t key = next_key(&rng, nodes);
-            const uint64_t *n = decode_find(map, key);
-            bad += !n || n[1] != key * 3;
-        }
+        for (uint64_t i = 0; i < lookups; i++)
+            bad += (uint64_t)decode_wrong(map, next_key(&rng, nodes));
         double decode_s = (double)(bench_now_ns() - t0) / 1e9;
         /* decode-warm: the same 10 keys again and again, for swizzle-warm below */
         uint64_t warm = lookups * 10;
-        for (int pass = 0; pass < 2; pass++) {
-            rng = 7;
-            t0 = bench_now_ns();
-            for (uint64_t i = 0; i < warm; i++) {
-                if (i % 10 == 0)
-                    rng = 7;
-                uint64_t key = next_key(&rng, nodes);
-                const uint64_t *n = decode_find(map, key);
-                bad += !n || n[1] != key * 3;
-            }
-        }
-        double decode_warm_s = (double)(bench_now_ns() - t0) / 1e9;
+        double decode_warm_s = warm_seconds(decode_wrong, map, nodes, warm, &bad);
         munmap(map, store_bytes);
         snprintf(params, sizeof params, "\"peer\":\"decode-warm\",\"store_mib\":%llu",
                  (unsigned long long)(store_bytes / MIB));
@@ -111,12 +129,8 @@ int main(int argc, char **argv)
             swz *s;
             TRY(swz_open(path, window, window / 4, &s));
             sessions++;
-            while (done < lookups && swz_window_free(s) > 128) {
-                uint64_t key = next_key(&rng, nodes);
-                struct swz_node *n = swz_tree_find(swz_root(s), key);
-                bad += !n || n->value != key * 3;
-                done++;
-            }
+            for (; done < lookups && swz_window_free(s) > 128; done++)
+                bad += (uint64_t)swizzled_wrong(s, next_key(&rng, nodes));
             TRY(swz_close(s));
         }
         double swz_s = (double)(bench_now_ns() - t0) / 1e9;
@@ -132,18 +146,7 @@ int main(int argc, char **argv)
          * the budget) */
         swz *s;
         TRY(swz_open(path, window, window / 4, &s));
-        for (int pass = 0; pass < 2; pass++) {
-            rng = 7;
-            t0 = bench_now_ns();
-            for (uint64_t i = 0; i < warm; i++) {
-                if (i % 10 == 0)
-                    rng = 7;
-                uint64_t key = next_key(&rng, nodes);
-                struct swz_node *n = swz_tree_find(swz_root(s), key);
-                bad += !n || n->value != key * 3;
-            }
-        }
-        double warm_s = (double)(bench_now_ns() - t0) / 1e9;
+        double warm_s = warm_seconds(swizzled_wrong, s, nodes, warm, &bad);
         TRY(swz_close(s));
         snprintf(params, sizeof params, "\"peer\":\"swizzle-warm\",\"store_mib\":%llu",
                  (unsigned long long)(store_bytes / MIB));
