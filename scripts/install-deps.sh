@@ -5,6 +5,9 @@ set -eu
 want=(cmake make gcc pkg-config xz-utils)  # xz: test_launcher runs it under the launcher
 # The pager's compressed memory store.
 want+=(liblz4-dev libzstd-dev)
+# The pager's Redis stores (hiredis), and the servers test_pager_redis starts (redis-server
+# brings redis-cli, which makes the test's cluster).
+want+=(libhiredis-dev redis-server)
 # test_report runs the report driver's own check (bench/run.py --selftest), which plots.
 want+=(python3 python3-matplotlib)
 # test_fuzz builds the libFuzzer targets (fuzz/) with Debian's clang-19 and its runtime.

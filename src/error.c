@@ -18,7 +18,7 @@ static const struct code_entry codes[] = {
     {EXO_EPERM, EPERM, "operation allowed only to the owner or root"},
     {EXO_ENOENT, ENOENT, "no segment or address space of that name or id"},
     {EXO_EINTR, EINTR, "interrupted by a signal"},
-    {EXO_EIO, EIO, "the registry could not be read or written"},
+    {EXO_EIO, EIO, "input/output error (the registry, or a pager store)"},
     {EXO_ENOMEM, ENOMEM, "out of memory or address space"},
     {EXO_EACCES, EACCES, "permission denied by the object's mode"},
     {EXO_EBUSY, EBUSY, "a segment lock is held by another process"},

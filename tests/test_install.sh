@@ -43,9 +43,14 @@ pkgconf --exists || fail "pkg-config cannot read $pc"
 incdir=$(cd "$prefix/include" && pwd -P)
 case "$(pkgconf --cflags)" in
   *"-I$prefix/include"*|*"-I$incdir"*) ;;
-  *) cflags_dir=$(pkgconf --cflags | sed 's/^ *-I//; s/ *$//')
-     [ "$(cd "$cflags_dir" 2>/dev/null && pwd -P)" = "$incdir" ] \
-       || fail "cflags '$(pkgconf --cflags)' do not name $prefix/include";;
+  *) # One of the -I flags (the others come from Requires.private, e.g. hiredis's).
+     named=""
+     for flag in $(pkgconf --cflags); do
+       case "$flag" in
+         -I*) [ "$(cd "${flag#-I}" 2>/dev/null && pwd -P)" = "$incdir" ] && named=1;;
+       esac
+     done
+     [ -n "$named" ] || fail "cflags '$(pkgconf --cflags)' do not name $prefix/include";;
 esac
 
 # A library built with the sanitizers needs them in the program too, and cannot be linked

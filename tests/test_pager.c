@@ -4,9 +4,9 @@
  * smaller machine; discard and flush; bad arguments refused with clear errors. Store
  * failures are in test_pager_failures.c. */
 #include "harness.h"
+#include "pager_fixture.h"
 
 #include <exomem/pager.h>
-#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,38 +35,6 @@ static const char *store_name(int kind)
     return names[kind];
 }
 
-/* The word stamped at offset `off` of a region in round `round`: depends on both, so a
- * unit read back from an old round or another place is caught. */
-static uint64_t stamp(uint64_t off, uint64_t round)
-{
-    uint64_t x = (off + 1) * UINT64_C(0x9E3779B97F4A7C15) ^ (round << 48);
-    return x ^ (x >> 31);
-}
-
-/* Write `words` words per unit into every unit (stride apart), then check them all. */
-static void write_all(uint64_t *base, size_t size, size_t unit, uint64_t round)
-{
-    for (size_t off = 0; off < size; off += unit)
-        for (size_t w = 0; w < 4; w++) {
-            size_t at = off + w * (unit / 4);
-            base[at / 8] = stamp(at, round);
-        }
-}
-
-static void check_all(const uint64_t *base, size_t size, size_t unit, uint64_t round)
-{
-    for (size_t off = 0; off < size; off += unit)
-        for (size_t w = 0; w < 4; w++) {
-            size_t at = off + w * (unit / 4);
-            if (base[at / 8] != stamp(at, round)) {
-                fprintf(stderr, "word at offset %zu: %#llx, expected %#llx (round %llu)\n", at,
-                        (unsigned long long)base[at / 8],
-                        (unsigned long long)stamp(at, round), (unsigned long long)round);
-                exit(1);
-            }
-        }
-}
-
 /* One configuration: write everything twice (the second round over evicted units), read
  * it back in another order, and check that paging really happened. */
 static void one_config(exo_pager_policy policy, int store_kind, exo_pager_table table,
@@ -80,8 +48,8 @@ static void one_config(exo_pager_policy policy, int store_kind, exo_pager_table 
     CHECK_OK(exo_pager_create(&o, &p));
     uint64_t *base = exo_pager_base(p);
     for (uint64_t round = 1; round <= 2; round++) {
-        write_all(base, o.size, unit, round);
-        check_all(base, o.size, unit, round);
+        pager_write_all(base, o.size, unit, round);
+        pager_check_all(base, o.size, unit, round);
     }
     exo_pager_stats st;
     CHECK_OK(exo_pager_get_stats(p, &st));
@@ -135,51 +103,10 @@ static void every_config(void)
 
 /* ---- several threads at once ---- */
 
-struct worker {
-    uint64_t *base;
-    size_t unit, units, first, count;
-    unsigned seed;
-};
-
-/* Each thread owns units [first, first+count) and keeps a counter in each: increments
- * while other threads' faults evict its units must never be lost. */
-static void *worker_main(void *arg)
-{
-    struct worker *w = arg;
-    for (int i = 0; i < 4000; i++) {
-        w->seed = w->seed * 1103515245u + 12345u;
-        size_t u = w->first + (w->seed >> 8) % w->count;
-        w->base[u * w->unit / 8 + (w->seed & 7)] += 1;
-    }
-    return NULL;
-}
-
 static void many_threads(exo_pager_delivery delivery, exo_pager_policy policy)
 {
-    enum { THREADS = 4, PER = 24 };
     exo_pager_store *s = new_store(1);
-    exo_pager_options o = {.size = THREADS * PER * 4 * KIB, .budget = 12 * 4 * KIB,
-                           .policy = policy, .delivery = delivery, .threads = 3, .store = s};
-    exo_pager *p;
-    CHECK_OK(exo_pager_create(&o, &p));
-    struct worker w[THREADS];
-    pthread_t t[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        w[i] = (struct worker){exo_pager_base(p), 4 * KIB, THREADS * PER, (size_t)i * PER, PER,
-                               (unsigned)i + 1};
-        CHECK_OK(pthread_create(&t[i], NULL, worker_main, &w[i]));
-    }
-    for (int i = 0; i < THREADS; i++)
-        CHECK_OK(pthread_join(t[i], NULL));
-    uint64_t total = 0;
-    for (size_t u = 0; u < THREADS * PER; u++)
-        for (int k = 0; k < 8; k++)
-            total += ((uint64_t *)exo_pager_base(p))[u * 512 + (size_t)k];
-    CHECK_EQ(total, THREADS * 4000);
-    exo_pager_stats st;
-    CHECK_OK(exo_pager_get_stats(p, &st));
-    CHECK(st.evictions > 0 && st.writebacks > 0);
-    CHECK_OK(exo_pager_destroy(p));
+    pager_many_threads(s, delivery, policy);
     CHECK_OK(exo_pager_store_close(s));
 }
 
@@ -196,11 +123,12 @@ static void larger_than_ram(void)
     /* Two words in each of 4,096 units spread over all 64 GiB: far more units than frames. */
     for (uint64_t round = 1; round <= 2; round++)
         for (size_t off = 0; off < o.size; off += 16 * MIB) {
-            base[off / 8] = stamp(off, round);
-            base[(off + 4 * KIB - 8) / 8] = ~stamp(off, round);
+            base[off / 8] = pager_stamp(off, round);
+            base[(off + 4 * KIB - 8) / 8] = ~pager_stamp(off, round);
         }
     for (size_t off = 0; off < o.size; off += 16 * MIB)
-        CHECK(base[off / 8] == stamp(off, 2) && base[(off + 4 * KIB - 8) / 8] == ~stamp(off, 2));
+        CHECK(base[off / 8] == pager_stamp(off, 2) &&
+              base[(off + 4 * KIB - 8) / 8] == ~pager_stamp(off, 2));
     exo_pager_stats st;
     CHECK_OK(exo_pager_get_stats(p, &st));
     CHECK(st.resident_bytes <= 4 * MIB);
@@ -270,13 +198,13 @@ static void file_store_persists(void)
     exo_pager_options o = {.size = 32 * 4 * KIB, .budget = 4 * 4 * KIB, .store = s};
     exo_pager *p;
     CHECK_OK(exo_pager_create(&o, &p));
-    write_all(exo_pager_base(p), o.size, 4 * KIB, 7);
+    pager_write_all(exo_pager_base(p), o.size, 4 * KIB, 7);
     CHECK_OK(exo_pager_destroy(p)); /* writes back what is still dirty */
     CHECK_OK(exo_pager_store_close(s));
     CHECK_OK(exo_pager_store_file(store_path, &s));
     o.store = s;
     CHECK_OK(exo_pager_create(&o, &p));
-    check_all(exo_pager_base(p), o.size, 4 * KIB, 7);
+    pager_check_all(exo_pager_base(p), o.size, 4 * KIB, 7);
     CHECK_OK(exo_pager_destroy(p));
     CHECK_OK(exo_pager_store_close(s));
 }

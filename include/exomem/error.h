@@ -19,7 +19,7 @@ enum exomem_error {
     EXO_EPERM = EPERM,               /* operation needs the owner or root */
     EXO_ENOENT = ENOENT,             /* no segment or VAS of that name or id */
     EXO_EINTR = EINTR,               /* interrupted by a signal */
-    EXO_EIO = EIO,                   /* the registry could not be read or written */
+    EXO_EIO = EIO,                   /* the registry or a pager store could not be used */
     EXO_ENOMEM = ENOMEM,             /* out of memory or address space */
     EXO_EACCES = EACCES,             /* permission denied by the object's mode */
     EXO_EBUSY = EBUSY,               /* lock held by another process (try-switch, delete) */

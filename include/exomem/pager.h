@@ -165,12 +165,43 @@ typedef struct exo_pager_store_callbacks {
  * or out NULL), -EXO_ENOMEM. exo_pager_store_usage() counts what write accepted. */
 int exo_pager_store_custom(const exo_pager_store_callbacks *cb, exo_pager_store **out);
 
+/* A store in one redis-server (Debian's hiredis): unit u is the string key
+ * "<key_prefix>:<u>" holding exactly the unit's bytes; a fill is GET (no key: the unit was
+ * never written), a write-back SET, a discard DEL. address is "unix:/path/to/socket" or
+ * "host:port" ("[v6 address]:port"). The keys stay in the server after the store is closed,
+ * so a store opened again with the same prefix sees them (as long as the server keeps its
+ * data). Makes one connection and PINGs at once; -EXO_EINVAL (NULL, a bad address, a prefix
+ * empty or over 200 bytes), -EXO_EIO (the server cannot be reached or refuses, with
+ * hiredis's reason in exomem_last_error()), -EXO_ENOMEM. Blocks for the connection, at most
+ * the 2 s connect timeout. The store's calls are thread-safe and run concurrently over a
+ * pool of 4 connections; each command is bounded by a 2 s timeout and a broken connection
+ * is made again once, so a dead or hung server makes store calls fail (-EXO_EIO) within a
+ * few seconds and the pager then delivers SIGBUS, never hangs (docs/pager.md). They
+ * allocate: usable from SIGBUS delivery on the terms of the memory store. */
+int exo_pager_store_redis(const char *address, const char *key_prefix,
+                          exo_pager_store **out);
+
+/* A store spanning a Redis Cluster: the keys of exo_pager_store_redis(), each sent to the
+ * node that owns its hash slot (CRC16 of the key, or of its {hash tag}, modulo 16384). The
+ * slot map comes from CLUSTER SLOTS of the first of the nseeds seeds ("host:port") that
+ * answers; -MOVED replies correct it, -ASK replies (a slot being migrated) are followed once
+ * with ASKING, and a node that cannot be reached makes the map be loaded again once.
+ * -EXO_EINVAL (NULL, nseeds 0, a bad seed address, a bad prefix), -EXO_EIO (no seed gave a
+ * slot map: unreachable, not a cluster node, or no slot assigned; the reason in
+ * exomem_last_error()), -EXO_ENOMEM. Blocks for the seeds, up to 2 s of connect timeout
+ * each. Calls are thread-safe, with a pool of 4 connections per node and the timeouts and
+ * failures of exo_pager_store_redis(). */
+int exo_pager_store_redis_cluster(const char *const *seeds, size_t nseeds,
+                                  const char *key_prefix, exo_pager_store **out);
+
 /* Bytes a store holds (compressed, for the memory store; allocated blocks for the file) and
- * units it holds. Never fails for a valid store (-EXO_EINVAL for NULL). */
+ * units it holds (for the Redis stores: the keys this store's writes made and its discards
+ * have not removed, at the unit size each). Never fails for a valid store (-EXO_EINVAL for
+ * NULL). */
 int exo_pager_store_usage(exo_pager_store *store, uint64_t *bytes, uint64_t *units);
 
 /* Close a store no region uses any more (-EXO_EBUSY while one does). The file store's file
- * stays. */
+ * stays, and so do the Redis stores' keys. */
 int exo_pager_store_close(exo_pager_store *store);
 
 /* Test hook: make the store's next `count` reads or writes fail with -EXO_EIO (count 0:

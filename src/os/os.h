@@ -220,6 +220,18 @@ uint64_t exo_os_now_ns(void);
  * back. For helper threads that must never run a handler. */
 int exo_os_block_signals(sigset_t *old);
 int exo_os_restore_signals(const sigset_t *old);
+/* Keep writes to a socket whose peer is gone from raising SIGPIPE in the calling thread,
+ * for libraries that write with write(2) rather than send(MSG_NOSIGNAL) (hiredis):
+ * exo_os_sigpipe_hold_start blocks SIGPIPE; exo_os_sigpipe_hold_end takes away a SIGPIPE
+ * that became pending meanwhile (one already pending before the start stays), puts the mask
+ * back and leaves errno as it was. The failed write still returns EPIPE. System calls only
+ * (sigpending, pthread_sigmask, sigtimedwait), so usable in a signal handler. */
+typedef struct exo_os_sigpipe_hold {
+    sigset_t old;
+    bool was_pending;
+} exo_os_sigpipe_hold;
+void exo_os_sigpipe_hold_start(exo_os_sigpipe_hold *h);
+void exo_os_sigpipe_hold_end(exo_os_sigpipe_hold *h);
 
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);

@@ -1,7 +1,9 @@
-/* Threads and the CPU: the page size, yielding, and signal masks for helper threads. */
+/* Threads and the CPU: the page size, yielding, and signal masks for helper threads and for
+ * socket writes that must not raise SIGPIPE. */
 #include "os/os.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -42,4 +44,34 @@ int exo_os_restore_signals(const sigset_t *old)
 {
     int err = pthread_sigmask(SIG_SETMASK, old, NULL);
     return err ? -exo_os_code(err) : 0;
+}
+
+static bool sigpipe_pending(void)
+{
+    sigset_t pending;
+    return sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+}
+
+void exo_os_sigpipe_hold_start(exo_os_sigpipe_hold *h)
+{
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    h->was_pending = sigpipe_pending();
+    pthread_sigmask(SIG_BLOCK, &pipe, &h->old);
+}
+
+void exo_os_sigpipe_hold_end(exo_os_sigpipe_hold *h)
+{
+    int saved = errno;
+    if (!h->was_pending && sigpipe_pending()) {
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        struct timespec now = {0, 0};
+        while (sigtimedwait(&pipe, NULL, &now) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &h->old, NULL);
+    errno = saved;
 }

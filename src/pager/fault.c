@@ -99,7 +99,7 @@ int exo_pager_write_back(struct exo_pager *p, uint32_t f)
     }
     /* Writers now wait in the kernel: what is read here is what the unit holds. */
     if ((rc = store_write(p, fr->unit, (const void *)(uintptr_t)addr)) != 0) {
-        exo_pager_set_failure(p, "store write of unit %llu failed: %s",
+        exo_pager_set_failure(p, "%s store write of unit %llu failed: %s", p->store->kind,
                               (unsigned long long)fr->unit, exomem_strerror(rc));
         if (exo_os_uffd_wp(p->uffd, addr, p->unit, false, false) == 0)
             fr->wp = false; /* dirty data stays resident and writable until it is written */
@@ -192,8 +192,8 @@ static int fill_unit(struct exo_pager *p, uint64_t u, bool write, bool prefetch)
         exo_pager_set_failure(p, "no memory for the page table entry of unit %llu",
                               (unsigned long long)u);
     else if (rc)
-        exo_pager_set_failure(p, "store read of unit %llu failed: %s", (unsigned long long)u,
-                              exomem_strerror(rc));
+        exo_pager_set_failure(p, "%s store read of unit %llu failed: %s", p->store->kind,
+                              (unsigned long long)u, exomem_strerror(rc));
     uint64_t addr = unit_addr(p, u);
     if (!rc && (rc = exo_os_uffd_copy(p->uffd, addr, src, p->unit, !write, false)) != 0) {
         exo_pager_set_failure(p, "filling unit %llu failed: %s", (unsigned long long)u,

@@ -1,9 +1,10 @@
 /* Backing stores behind pager regions. A store keeps units by index; one region uses a
  * store at a time. Every call returns 0 or a negative exomem code and never records a
  * message (the pager does, naming the region and unit). Calls may run in a SIGBUS handler
- * (EXO_PAGER_SIGBUS delivery): stores marked signal_safe use only async-signal-safe calls
- * there; the others (compression libraries, which allocate) are safe as long as the
- * faulting access was not inside the allocator itself (docs/pager.md). */
+ * (EXO_PAGER_SIGBUS delivery): the file store uses only async-signal-safe calls there; the
+ * others allocate (the memory store's compression libraries, the Redis stores' hiredis),
+ * which is safe as long as the faulting access was not inside the allocator itself
+ * (docs/pager.md). */
 #ifndef EXOMEM_PAGER_STORE_H
 #define EXOMEM_PAGER_STORE_H
 
