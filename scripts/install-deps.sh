@@ -8,6 +8,8 @@ want+=(liblz4-dev libzstd-dev)
 # The pager's Redis stores (hiredis), and the servers test_pager_redis starts (redis-server
 # brings redis-cli, which makes the test's cluster).
 want+=(libhiredis-dev redis-server)
+# The pager's io_uring file store.
+want+=(liburing-dev)
 # test_report runs the report driver's own check (bench/run.py --selftest), which plots.
 want+=(python3 python3-matplotlib)
 # test_fuzz builds the libFuzzer targets (fuzz/) with Debian's clang-19 and its runtime.
