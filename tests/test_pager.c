@@ -35,36 +35,12 @@ static const char *store_name(int kind)
     return names[kind];
 }
 
-/* One configuration: write everything twice (the second round over evicted units), read
- * it back in another order, and check that paging really happened. */
+/* One configuration over a fresh store of kind store_kind. */
 static void one_config(exo_pager_policy policy, int store_kind, exo_pager_table table,
                        size_t unit, exo_pager_delivery delivery, size_t units, size_t frames)
 {
     exo_pager_store *s = new_store(store_kind);
-    exo_pager_options o = {.size = units * unit, .budget = frames * unit, .unit = unit,
-                           .policy = policy, .table = table, .delivery = delivery,
-                           .threads = 2, .store = s};
-    exo_pager *p;
-    CHECK_OK(exo_pager_create(&o, &p));
-    uint64_t *base = exo_pager_base(p);
-    for (uint64_t round = 1; round <= 2; round++) {
-        pager_write_all(base, o.size, unit, round);
-        pager_check_all(base, o.size, unit, round);
-    }
-    exo_pager_stats st;
-    CHECK_OK(exo_pager_get_stats(p, &st));
-    if (st.resident_bytes > o.budget || st.evictions == 0 || st.writebacks == 0 ||
-        st.store_reads == 0) {
-        fprintf(stderr, "%s/%s/%s/%zuK/%s: resident %llu of %zu, %llu evictions, %llu "
-                "write-backs, %llu store reads\n", exo_pager_policy_name(policy),
-                store_name(store_kind), exo_pager_table_name(table), unit >> 10,
-                delivery == EXO_PAGER_SIGBUS ? "sigbus" : "threads",
-                (unsigned long long)st.resident_bytes, o.budget,
-                (unsigned long long)st.evictions, (unsigned long long)st.writebacks,
-                (unsigned long long)st.store_reads);
-        exit(1);
-    }
-    CHECK_OK(exo_pager_destroy(p));
+    pager_one_config(s, store_name(store_kind), policy, table, unit, delivery, units, frames);
     CHECK_OK(exo_pager_store_close(s));
 }
 
