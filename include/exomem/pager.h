@@ -135,6 +135,23 @@ typedef struct exo_pager_stats {
  * Served with pread/pwrite. Usable from SIGBUS delivery. */
 int exo_pager_store_file(const char *path, exo_pager_store **out);
 
+/* The same file store, with its reads and writes going through io_uring (Debian's liburing)
+ * instead of pread/pwrite: the same file layout and results (holes and the part past the end
+ * read as never written, discard punches a hole, usage counts allocated blocks), so a region
+ * can be made over a file with either store and then with the other. queue_depth: requests
+ * each ring has room for (0: 4; each call has one in flight). A ring serves one caller at a
+ * time; the store makes one more ring whenever every ring is busy (so one per thread calling
+ * at the same time, at most 64; more callers wait for a free one), lazily, and frees them
+ * at close. Every call blocks until its I/O completes. Thread-safe; usable from SIGBUS
+ * delivery (taking a ring is atomic operations, and liburing calls io_uring_enter,
+ * io_uring_setup and mmap itself without allocating). Not for a child process after fork():
+ * the rings are shared with the parent.
+ * -EXO_EINVAL (path or out NULL, queue_depth above 4096, path not a regular file),
+ * -EXO_ENOTSUP when this kernel refuses io_uring (built without it, the sysctl
+ * kernel.io_uring_disabled, a seccomp filter: exomem_last_error() says which), -EXO_ENOMEM,
+ * the kernel's open errors. docs/pager.md compares its speed with exo_pager_store_file's. */
+int exo_pager_store_file_uring(const char *path, unsigned queue_depth, exo_pager_store **out);
+
 /* Compression for exo_pager_store_memory(). */
 typedef enum exo_pager_compression {
     EXO_PAGER_PLAIN = 0, /* units copied as they are */

@@ -1,7 +1,7 @@
 /* The file store: unit u at offset u * size of one sparse file (store_file.h), read and
  * written with pread/pwrite (async-signal-safe, so it serves SIGBUS delivery too). The
- * layout itself (the end, holes, usage, discard) is here too, for every kind of file store
- * (store_file.h). */
+ * layout itself (the end, holes, usage, discard) is here too, for every kind of file store:
+ * store_file_uring.c moves the same bytes through io_uring. */
 #include "pager/store_file.h"
 #include "internal.h"
 #include "os/os.h"

@@ -2,7 +2,8 @@
  * What the file holds past its end, or in a hole, reads as -EXO_ENOENT or zeros, so units
  * never written cost no disk; discard punches a hole. The layout, its end, usage and discard
  * live in store_file.c; a kind supplies only how bytes move (struct file_io): pread/pwrite
- * for exo_pager_store_file. */
+ * for exo_pager_store_file, rings for exo_pager_store_file_uring (store_file_uring.c). Both
+ * kinds read each other's files, so a region can switch between them over one file. */
 #ifndef EXOMEM_PAGER_STORE_FILE_H
 #define EXOMEM_PAGER_STORE_FILE_H
 
@@ -42,5 +43,9 @@ int exo_pager_file_store_adopt(struct file_store *f, int fd, const char *kind,
  * kernel's open errors, -EXO_EINVAL for a path that is not a regular file). */
 int exo_pager_file_store_open(struct file_store *f, const char *path, const char *kind,
                               const struct file_io *io);
+
+/* How many rings a store made by exo_pager_store_file_uring has made so far (for tests and
+ * benchmarks). */
+unsigned exo_pager_uring_rings(exo_pager_store *s);
 
 #endif
