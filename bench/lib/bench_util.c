@@ -211,10 +211,18 @@ void bench_teardown(void)
 void bench_emit(const char *name, const char *unit, double value, const char *params,
                 const char *baseline, const char *note)
 {
+    bench_emit_against(name, unit, value, params, baseline, NULL, note);
+}
+
+void bench_emit_against(const char *name, const char *unit, double value, const char *params,
+                        const char *baseline, const char *baseline_params, const char *note)
+{
     printf("{\"name\":\"%s\",\"unit\":\"%s\",\"value\":%.3f,\"params\":{%s}", name, unit, value,
            params);
     if (baseline)
         printf(",\"baseline\":\"%s\"", baseline);
+    if (baseline && baseline_params)
+        printf(",\"baseline_params\":{%s}", baseline_params);
     if (note)
         printf(",\"note\":\"%s\"", note);
     printf("}\n");

@@ -78,4 +78,9 @@ void bench_teardown(void);
 void bench_emit(const char *name, const char *unit, double value, const char *params,
                 const char *baseline, const char *note);
 
+/* bench_emit, compared with the baseline measurement `baseline` taken with other params
+ * (baseline_params: the inside of that params object; NULL: the same params). */
+void bench_emit_against(const char *name, const char *unit, double value, const char *params,
+                        const char *baseline, const char *baseline_params, const char *note);
+
 #endif

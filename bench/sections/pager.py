@@ -8,7 +8,7 @@ from report import esc, fmt_num, table
 KEY = "pager"
 TITLE = "Application-level pager against the kernel’s paging (AVM)"
 ORDER = 70
-PROGRAMS = ["bench_pager"]
+PROGRAMS = ["bench_pager", "bench_pager_store"]
 TIMEOUT = 2400
 
 INTRO = (
@@ -177,10 +177,27 @@ def targets(entries):
     return out
 
 
+def store_section(entries):
+    """bench_pager_store: the plain file store against the io_uring one."""
+    es = [e for e in entries if e["program"] == "bench_pager_store"]
+    if not es:
+        return ""
+    return ("<h3>File stores: pread/pwrite against io_uring</h3><p>The same file through "
+            "<code>exo_pager_store_file</code> and <code>exo_pager_store_file_uring</code> "
+            "(bench/bench_pager_store.c): a region of twice the budget under random writes "
+            "(fault time, accesses and faults per second, 1 and 4 faulting threads, both "
+            "deliveries), and the store called directly (ns per 4 KiB call); the file in the "
+            "page cache (warm) or dropped from it before each run (cold). Each io_uring row "
+            "is compared with the plain store's (docs/pager.md, Stores, says why io_uring "
+            "is slower here).</p>" + report.generic_table(es))
+
+
 def render(entries, papers, out, plots):
     parts = []
     if not ops_entries(entries):
-        return "<p><i>No pager measurements in this run.</i></p>" + report.generic_table(entries)
+        rest = [e for e in entries if e["program"] != "bench_pager_store"]
+        return ("<p><i>No pager measurements in this run.</i></p>" +
+                (report.generic_table(rest) if rest else "") + store_section(entries))
     setup = next((e for e in entries if e["name"] == "pager_setup"), None)
     if setup:
         parts.append("<p>Frame budget %s MiB, %s timed operations per run, %s repeat(s).</p>" % (
@@ -214,6 +231,7 @@ def render(entries, papers, out, plots):
         rows = [[esc(e["params"]["segment"]), fmt_num(e["params"]["dirty_pages"]),
                  report.fmt_stat(e)] for e in sw]
         parts.append(table(["segment", "dirty pages", "round trip (us)"], rows))
+    parts.append(store_section(entries))
     return "\n".join(parts)
 
 
@@ -247,3 +265,11 @@ def selftest(check):
     check("A --quick run" in render(quick, [], "/nonexistent", False),
           "pager: a quick run says what it left out")
     check(targets([])[0]["verdict"] == "no data", "pager: no data, no verdict")
+    st = dict(_e("store_read_ns", 3000.0, {"fs": "ext4", "cache": "warm", "threads": 1,
+                                           "store": "file-uring"}, "ns"),
+              program="bench_pager_store", baseline="store_read_ns", ratio=1.6, cheaper=0.625)
+    check("pread/pwrite against io_uring" in render(es + [st], [], "/nonexistent", False) and
+          "1.600x dearer" in render(es + [st], [], "/nonexistent", False),
+          "pager: the file stores' comparison shown, io_uring against pread")
+    check("pread/pwrite against io_uring" in render([st], [], "/nonexistent", False),
+          "pager: the file stores' comparison shown without bench_pager's measurements")

@@ -149,7 +149,8 @@ int exo_pager_store_file(const char *path, exo_pager_store **out);
  * -EXO_EINVAL (path or out NULL, queue_depth above 4096, path not a regular file),
  * -EXO_ENOTSUP when this kernel refuses io_uring (built without it, the sysctl
  * kernel.io_uring_disabled, a seccomp filter: exomem_last_error() says which), -EXO_ENOMEM,
- * the kernel's open errors. docs/pager.md compares its speed with exo_pager_store_file's. */
+ * the kernel's open errors. Measured on Linux 6.18 it is slower than exo_pager_store_file
+ * for files in the page cache, and as fast for reads from the disk (docs/pager.md, Stores). */
 int exo_pager_store_file_uring(const char *path, unsigned queue_depth, exo_pager_store **out);
 
 /* Compression for exo_pager_store_memory(). */
