@@ -83,7 +83,9 @@ static void refused_by_injection(void)
 }
 
 /* The kernel's own refusal: kernel.io_uring_disabled = 2 for as long as one constructor
- * call takes (root only), then put back. */
+ * call takes (root only), then put back. The sysctl is machine-wide: another process making
+ * a ring in those microseconds would be refused too (nothing else in the suite uses
+ * io_uring). */
 static void refused_by_sysctl(void)
 {
     const char *knob = "/proc/sys/kernel/io_uring_disabled";
