@@ -47,9 +47,9 @@ static size_t fifo_victim(void *arg)
     return SIZE_MAX;
 }
 
-void pager_one_config(exo_pager_store *s, const char *store_name, exo_pager_policy policy,
-                      exo_pager_table table, size_t unit, exo_pager_delivery delivery,
-                      size_t units, size_t frames)
+exo_pager_stats pager_one_config(exo_pager_store *s, const char *store_name,
+                                 exo_pager_policy policy, exo_pager_table table, size_t unit,
+                                 exo_pager_delivery delivery, size_t units, size_t frames)
 {
     exo_pager_options o = {.size = units * unit, .budget = frames * unit, .unit = unit,
                            .policy = policy, .table = table, .delivery = delivery,
@@ -77,6 +77,7 @@ void pager_one_config(exo_pager_store *s, const char *store_name, exo_pager_poli
         exit(1);
     }
     CHECK_OK(exo_pager_destroy(p));
+    return st;
 }
 
 struct worker {

@@ -22,10 +22,10 @@ void pager_check_all(const uint64_t *base, size_t size, size_t unit, uint64_t ro
  * and `frames` frames, written twice (the second round over evicted units) and read back;
  * fails unless paging really happened (evictions, write-backs, store reads) within the
  * budget. EXO_PAGER_CUSTOM gets a victim callback that lets FIFO choose. The region is
- * destroyed; the store stays open. */
-void pager_one_config(exo_pager_store *s, const char *store_name, exo_pager_policy policy,
-                      exo_pager_table table, size_t unit, exo_pager_delivery delivery,
-                      size_t units, size_t frames);
+ * destroyed (its counters returned); the store stays open. */
+exo_pager_stats pager_one_config(exo_pager_store *s, const char *store_name,
+                                 exo_pager_policy policy, exo_pager_table table, size_t unit,
+                                 exo_pager_delivery delivery, size_t units, size_t frames);
 
 /* Four threads, each keeping counters in its own 24 units of a region over s with a budget
  * of 12 units, increment them 4,000 times at random: no increment may be lost while the

@@ -257,26 +257,13 @@ static void store_calls(exo_pager_store *s, const struct redis_server *servers, 
 
 /* ---- regions ---- */
 
-/* Write every unit twice (the second time over evicted units) and read it back. */
+/* Write every unit twice (the second time over evicted units) and read it back (CLOCK,
+ * the radix table): pager_fixture.c's one configuration. */
 static exo_pager_stats region_rounds(exo_pager_store *s, exo_pager_delivery d, size_t unit,
                                      size_t units, size_t frames)
 {
-    exo_pager_options o = {.size = units * unit, .budget = frames * unit, .unit = unit,
-                           .policy = EXO_PAGER_CLOCK, .delivery = d, .threads = 2,
-                           .store = s};
-    exo_pager *p;
-    CHECK_OK(exo_pager_create(&o, &p));
-    uint64_t *base = exo_pager_base(p);
-    for (uint64_t round = 1; round <= 2; round++) {
-        pager_write_all(base, o.size, unit, round);
-        pager_check_all(base, o.size, unit, round);
-    }
-    exo_pager_stats st;
-    CHECK_OK(exo_pager_get_stats(p, &st));
-    CHECK(st.resident_bytes <= o.budget);
-    CHECK(st.evictions > 0 && st.writebacks > 0 && st.store_reads > 0);
-    CHECK_OK(exo_pager_destroy(p));
-    return st;
+    return pager_one_config(s, "redis", EXO_PAGER_CLOCK, EXO_PAGER_TABLE_RADIX, unit, d, units,
+                            frames);
 }
 
 /* A region over a store opened again with the same prefix sees what was written. */
