@@ -119,7 +119,8 @@ EXOMEM_ROOT=$ROOT expect 0 run --heap-segment 8M -- sh -c '[ -L "$EXOMEM_ROOT/na
 [ -z "$(ls -A "$ROOT/segs" 2>/dev/null)" ] || fail "segment data left in EXOMEM_ROOT"
 
 # huge_setup PAGE(2M|1G) PAGES: mount hugetlbfs for PAGE and grow its pool until PAGES pages
-# are free and unreserved (both undone at exit); prints the mount, or a SKIP line and fails.
+# are free and unreserved (both undone at exit); sets HUGE_MOUNT to the mount, or prints a
+# SKIP line and fails. Called directly, never in $(...): the undo list must reach cleanup.
 huge_setup() {
     local page=$1 pages=$2 kb sys dir old avail
     kb=$([ "$page" = 2M ] && echo 2048 || echo 1048576)
@@ -144,11 +145,12 @@ huge_setup() {
              "(memory fragmented?)" >&2
         return 1
     fi
-    echo "$dir"
+    HUGE_MOUNT=$dir
 }
 
 # 2M pages: the heap (8 pages), the probe's forked child's copies, and some slack.
-if HUGE_2M=$(huge_setup 2M 24); then
+if huge_setup 2M 24; then
+    HUGE_2M=$HUGE_MOUNT
     EXOMEM_HUGETLBFS_2M=$HUGE_2M expect 0 run --heap-segment 16M --page 2m -- "$PROBE"
     EXOMEM_HUGETLBFS_2M=$HUGE_2M expect 0 run --heap-segment 16M --page 2m -- sh -c \
         "awk '/^600000000000-/ { f = 1 } f && /KernelPageSize/ { print \$2; exit }' /proc/\$\$/smaps"
@@ -163,7 +165,8 @@ fi
 # failed with "Local abort before MPI_INIT". The preload library now checks each fork and
 # copies missing pages into the child (tools/heap_preload/fork_repair.c). Two free pages (the
 # heap and one copy) must be enough, every time.
-if HUGE_1G=$(huge_setup 1G 2); then
+if huge_setup 1G 2; then
+    HUGE_1G=$HUGE_MOUNT
     export EXOMEM_HUGETLBFS_1G=$HUGE_1G
     expect 0 run --heap-segment 1G --page 1g -- "$PROBE" --forks 40
     grep -qx 'forks: 40 of 40 saw the heap' "$TMP/out" ||
