@@ -9,8 +9,9 @@
  * Each first writes all of its data (not timed), then runs its operations (timed).
  *
  * Peers, side by side in one run (each in a forked child):
- *   exomem    every policy (fifo, clock, lru, mru) with the file and lz4 stores (zstd with lru
- *             only); the file store runs in a memory cgroup of budget + 4 MiB, so that the
+ *   exomem    every policy (fifo, clock, lru, mru) with the file and lz4 stores, and lru with
+ *             zstd, the io_uring file store, a redis-server and a 3-node Redis Cluster
+ *             (started by this run, on a UNIX socket and loopback TCP); the file store runs in a memory cgroup of budget + 4 MiB, so that the
  *             file's page cache cannot act as extra memory, the memory stores outside it
  *             (like zram's memory); handler-thread delivery, and SIGBUS delivery for lru
  *             with the file and lz4 stores
@@ -29,6 +30,7 @@
 #include "bench_util.h"
 #include "kernel_swap.h"
 #include "pager/table.h"
+#include "redis_fixture.h"
 
 #include <exomem/pager.h>
 #include <exomem/seg.h>
@@ -50,8 +52,14 @@
 enum workload { W_UNIFORM, W_ZIPF, W_SCAN, W_CHASE, N_WORKLOADS };
 static const char *const workload_names[N_WORKLOADS] = {"uniform", "zipf", "scan", "chase"};
 
-enum store_kind { S_FILE, S_LZ4, S_ZSTD, N_STORES };
-static const char *const store_names[N_STORES] = {"file", "memory-lz4", "memory-zstd"};
+enum store_kind { S_FILE, S_LZ4, S_ZSTD, S_URING, S_REDIS, S_CLUSTER, N_STORES };
+static const char *const store_names[N_STORES] = {"file", "memory-lz4", "memory-zstd",
+                                                  "file-uring", "redis", "redis-cluster"};
+
+/* The redis-server (UNIX socket) and the 3-node Redis Cluster the redis stores use, started
+ * by this run (tests/redis_fixture.c: stopped at exit, also if this process dies). */
+static struct redis_server redis_single, redis_nodes[3];
+static const char *redis_why = "not started";
 
 static bool quick;
 static int repeats = 2;
@@ -222,10 +230,25 @@ static int run_exomem(struct run *r, uint64_t bytes, const double *cdf)
 {
     exo_pager_store *s;
     const char *path = r->store_path;
-    if (r->store == S_FILE) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "bench-%d", (int)getpid());
+    const char *seeds[3] = {redis_nodes[0].addr, redis_nodes[1].addr, redis_nodes[2].addr};
+    switch (r->store) {
+    case S_FILE:
+    case S_URING:
         unlink(path);
-        TRY(exo_pager_store_file(path, &s));
-    } else {
+        if (r->store == S_FILE)
+            TRY(exo_pager_store_file(path, &s));
+        else
+            TRY(exo_pager_store_file_uring(path, 0, &s));
+        break;
+    case S_REDIS:
+        TRY(exo_pager_store_redis(redis_single.addr, prefix, &s));
+        break;
+    case S_CLUSTER:
+        TRY(exo_pager_store_redis_cluster(seeds, 3, prefix, &s));
+        break;
+    default:
         TRY(exo_pager_store_memory(r->store == S_LZ4 ? EXO_PAGER_LZ4 : EXO_PAGER_ZSTD, &s));
     }
     exo_pager_options o = {.size = bytes, .budget = budget, .policy = r->policy,
@@ -257,7 +280,7 @@ static int child_main(void *arg)
 {
     struct run *r = arg;
     uint64_t bytes = data_bytes(r->w, r->x2);
-    bool in_cgroup = r->kernel || r->store == S_FILE;
+    bool in_cgroup = r->kernel || r->store == S_FILE || r->store == S_URING;
     if (in_cgroup && kswap_cgroup_enter(getpid()) != 0) {
         snprintf(r->why, sizeof r->why, "cannot enter the memory cgroup");
         return 1;
@@ -316,6 +339,50 @@ static void report_run(const struct run *r, int rc)
     fflush(stdout);
 }
 
+/* Empty the redis servers after a run: its keys stay otherwise. */
+static void redis_forget_all(void)
+{
+    struct redis_server *all[4] = {&redis_single, &redis_nodes[0], &redis_nodes[1],
+                                   &redis_nodes[2]};
+    for (int i = 0; i < 4; i++) {
+        if (!all[i]->pid)
+            continue;
+        redisContext *c = redis_admin(all[i]);
+        freeReplyObject(redis_cmd(c, 1, "FLUSHALL"));
+        redisFree(c);
+    }
+}
+
+static char redis_dir[] = "/tmp/exomem-bench-redis-XXXXXX";
+static pid_t redis_owner;
+
+static void remove_redis_dir(void)
+{
+    if (getpid() == redis_owner) /* not a forked child leaving */
+        bench_remove_tree(redis_dir);
+}
+
+/* Start the redis-server and the cluster, unless redis-server is missing. */
+static void redis_setup(void)
+{
+    if ((redis_why = redis_fixture_missing()) != NULL)
+        return;
+    char *dir = redis_dir;
+    redis_owner = getpid();
+    if (!mkdtemp(dir)) {
+        redis_why = "cannot make a directory for redis-server";
+        return;
+    }
+    atexit(remove_redis_dir);
+    redis_start_unix(&redis_single, dir, "single");
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "node%d", i);
+        redis_start_cluster_node(&redis_nodes[i], dir, name);
+    }
+    redis_cluster_create(redis_nodes, 3);
+}
+
 static void one(struct run r)
 {
     struct run *shared = mmap(NULL, sizeof r, PROT_READ | PROT_WRITE,
@@ -328,6 +395,8 @@ static void one(struct run r)
              STORE_DIR "/exomem-bench-pager-%d-%u", (int)getpid(), serial++);
     int rc = bench_in_child(child_main, shared, workload_names[r.w]);
     unlink(shared->store_path); /* also when the child was killed */
+    if (r.store == S_REDIS || r.store == S_CLUSTER)
+        redis_forget_all();
     report_run(shared, rc);
     munmap(shared, sizeof r);
 }
@@ -509,6 +578,7 @@ int main(int argc, char **argv)
     tables();
     dirty_query();
     paged_switch();
+    redis_setup();
 
     const char *cg = kswap_cgroup_make(budget + SLACK);
     const char *dev_why[3] = {NULL, NULL, NULL};
@@ -544,23 +614,35 @@ int main(int argc, char **argv)
                 /* exomem: every policy and store, handler threads; SIGBUS for lru. */
                 for (int p = 0; p < 4 && !bench_stop; p++)
                     for (int s = 0; s < N_STORES && !bench_stop; s++) {
-                        /* zstd only with LRU (it is the lz4 store, slower and tighter);
+                        /* zstd, io_uring and the redis stores only with LRU (their
+                         * policy results would repeat the lz4 and file stores');
                          * --quick leaves out CLOCK and zstd. */
-                        if ((s == S_ZSTD && (quick || policies[p] != EXO_PAGER_LRU)) ||
-                            (quick && policies[p] == EXO_PAGER_CLOCK))
+                        bool lru_only = s == S_ZSTD || s == S_URING || s == S_REDIS ||
+                                        s == S_CLUSTER;
+                        if ((lru_only && policies[p] != EXO_PAGER_LRU) ||
+                            (quick && (s == S_ZSTD || policies[p] == EXO_PAGER_CLOCK)))
                             continue;
+                        if ((s == S_REDIS || s == S_CLUSTER) && redis_why) {
+                            struct run skip = base;
+                            skip.policy = policies[p];
+                            skip.store = (enum store_kind)s;
+                            skip.delivery = EXO_PAGER_THREADS;
+                            snprintf(skip.why, sizeof skip.why, "no redis: %s", redis_why);
+                            report_run(&skip, 1);
+                            continue;
+                        }
                         struct run r = base;
                         r.policy = policies[p];
                         r.store = (enum store_kind)s;
                         r.delivery = EXO_PAGER_THREADS;
-                        if (s == S_FILE && cg) {
+                        if ((s == S_FILE || s == S_URING) && cg) {
                             snprintf(r.why, sizeof r.why, "file store runs in the memory "
                                      "cgroup: %s", cg);
                             report_run(&r, 1);
                             continue;
                         }
                         one(r);
-                        if (policies[p] == EXO_PAGER_LRU && s != S_ZSTD) {
+                        if (policies[p] == EXO_PAGER_LRU && (s == S_FILE || s == S_LZ4)) {
                             r.delivery = EXO_PAGER_SIGBUS;
                             one(r);
                         }
