@@ -204,13 +204,8 @@ struct run {
 
 static double quantile_us(const exo_pager_stats *s, double q)
 {
-    uint64_t n = 0, seen = 0;
-    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS; i++)
-        n += s->latency[i];
-    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS && n; i++)
-        if ((double)(seen += s->latency[i]) >= q * (double)n)
-            return (double)(UINT64_C(3) << i) / 2e3;   /* the bucket's middle */
-    return 0;
+    int b = exo_pager_latency_bucket(s, q);
+    return b < 0 ? 0 : (double)(UINT64_C(3) << b) / 2e3;   /* the bucket's middle */
 }
 
 static int run_kernel(struct run *r, uint64_t bytes, const double *cdf)

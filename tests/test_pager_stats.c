@@ -260,12 +260,29 @@ static void query_states(void)
     CHECK_OK(exo_pager_store_close(s));
 }
 
+static void latency_buckets(void)
+{
+    exo_pager_stats st = {0};
+    CHECK_EQ(exo_pager_latency_bucket(&st, 0.5), -1); /* nothing timed */
+    st.latency[3] = 50;  /* [8, 16) ns */
+    st.latency[10] = 49; /* [1024, 2048) ns */
+    st.latency[20] = 1;
+    CHECK_EQ(exo_pager_latency_bucket(&st, 0.5), 3);
+    CHECK_EQ(exo_pager_latency_bucket(&st, 0.51), 10);
+    CHECK_EQ(exo_pager_latency_bucket(&st, 0.99), 10);
+    CHECK_EQ(exo_pager_latency_bucket(&st, 1.0), 20);
+    CHECK_EQ(exo_pager_latency_bucket(&st, 0), -1);
+    CHECK_EQ(exo_pager_latency_bucket(&st, 1.5), -1);
+    CHECK_EQ(exo_pager_latency_bucket(NULL, 0.5), -1);
+}
+
 int main(void)
 {
     root = test_root_setup();
     const char *why = NULL;
     if (exo_vm_engine_supported(EXO_VM_ENGINE_UFFD, 0, &why) != 0)
         SKIP("userfaultfd is not usable here: %s\n", why ? why : "?");
+    latency_buckets();
     query_states();
     live_region_is_seen();
     killed_process_record_is_removed();

@@ -56,15 +56,8 @@ int comppage_stats(comppage *a, struct comppage_stats *out)
         rc = exo_pager_store_usage(a->store, &bytes, &units);
     if (rc)
         return rc;
-    uint64_t timed = 0, seen = 0;
-    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS; i++)
-        timed += st.latency[i];
-    double median = 0;
-    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS && timed; i++)
-        if ((seen += st.latency[i]) * 2 >= timed) {
-            median = (double)(UINT64_C(3) << i) / 2e3; /* the bucket's middle, in us */
-            break;
-        }
+    int b = exo_pager_latency_bucket(&st, 0.5);
+    double median = b < 0 ? 0 : (double)(UINT64_C(3) << b) / 2e3; /* the bucket's middle, us */
     *out = (struct comppage_stats){
         .pages_compressed = units, .compressed_bytes = bytes,
         .ratio = bytes ? (double)(units * a->unit) / (double)bytes : 0,

@@ -273,6 +273,11 @@ int exo_pager_flush(exo_pager *pager);
  * never blocks for I/O. */
 int exo_pager_query(exo_pager *pager, const void *addr, unsigned *state);
 
+/* The bucket of stats->latency in which fraction q (0 < q <= 1) of the timed faults is
+ * reached: the q-quantile of the fault service time lies in [2^i, 2^(i+1)) ns. Never fails:
+ * -1 when no fault was timed, q is out of range or stats is NULL. Pure; thread-safe. */
+int exo_pager_latency_bucket(const exo_pager_stats *stats, double q);
+
 /* Copy the region's counters into *out. -EXO_EINVAL for NULL. Never blocks for I/O. */
 int exo_pager_get_stats(exo_pager *pager, exo_pager_stats *out);
 

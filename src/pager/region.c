@@ -441,6 +441,19 @@ EXO_API int exo_pager_get_stats(exo_pager *p, exo_pager_stats *out)
     return 0;
 }
 
+EXO_API int exo_pager_latency_bucket(const exo_pager_stats *st, double q)
+{
+    if (!st || !(q > 0 && q <= 1))
+        return -1;
+    uint64_t n = 0, seen = 0;
+    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS; i++)
+        n += st->latency[i];
+    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS && n; i++)
+        if ((double)(seen += st->latency[i]) >= q * (double)n)
+            return i;
+    return -1;
+}
+
 EXO_API int exo_pager_query(exo_pager *p, const void *addr, unsigned *state)
 {
     exo_clear_error();

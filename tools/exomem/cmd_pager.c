@@ -29,19 +29,15 @@ static const struct cli_cmd pager_stats_cmd = {
 #define MAX_REGIONS 64
 
 /* The latency (ns) under which fraction q of the timed faults fell: the upper bound of the
- * histogram bucket where the count crosses q. 0 when nothing was timed. */
+ * histogram bucket where the count crosses q. 0 when nothing was timed; *timed gets how
+ * many faults were. */
 static uint64_t latency_quantile(const exo_pager_stats *s, double q, uint64_t *timed)
 {
-    uint64_t n = 0, seen = 0;
+    *timed = 0;
     for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS; i++)
-        n += s->latency[i];
-    *timed = n;
-    for (int i = 0; i < EXO_PAGER_LATENCY_BUCKETS && n; i++) {
-        seen += s->latency[i];
-        if ((double)seen >= q * (double)n)
-            return UINT64_C(2) << i;
-    }
-    return 0;
+        *timed += s->latency[i];
+    int b = exo_pager_latency_bucket(s, q);
+    return b < 0 ? 0 : UINT64_C(2) << b;
 }
 
 static void print_bytes(FILE *out, uint64_t b)
