@@ -17,6 +17,15 @@ want+=(clang-19 libclang-rt-19-dev)
 # Debian's HPC Challenge, pulling in Open MPI: bench_hpcc (its RandomAccess checks
 # bench_gups), and test_launcher runs it on a 1G-page heap (MPI_Init forks, which is the case).
 want+=(hpcc)
+# SpaceJMP's applications (issue 11). The in-segment heap is measured against Debian's
+# jemalloc and mimalloc; apps/gups' message-passing design runs under Open MPI (mpicc, mpirun);
+# apps/kvjmp is compared with redis-server and driven by redis-benchmark/redis-cli
+# (redis-tools); apps/samjmp reads SAM/BAM with htslib and is checked against samtools on the
+# small files of samtools-test and htslib-test. The report makes its reads with dwgsim (the
+# wgsim descendant Debian packages) and aligns them with minimap2.
+want+=(libjemalloc-dev libmimalloc-dev libopenmpi-dev openmpi-bin redis-tools)
+want+=(libhts-dev samtools samtools-test htslib-test)
+[ "${1:-test}" = report ] && want+=(dwgsim minimap2)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only
 # libhugetlbfs-dev provides; xz is its second program (hpcc is listed above).
 [ "${1:-test}" = report ] && want+=(libhugetlbfs-bin libhugetlbfs-dev)
