@@ -246,54 +246,6 @@ static void bench_mmap_populate(const struct config *c)
             " (mean)\n", c->segs, map_ns / opt.repeats / 1e3, unmap_ns / opt.repeats / 1e3);
 }
 
-/* Two processes pinned to one CPU pass a byte back and forth over two pipes; returns the
- * time of one context switch (half a round trip) in microseconds. */
-static double pipe_switch_us(int trips)
-{
-    cpu_set_t old, one;
-    if (sched_getaffinity(0, sizeof old, &old) != 0)
-        return -1;
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
-        cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
-        return -1;
-    int ping[2], pong[2];
-    if (pipe(ping) != 0 || pipe(pong) != 0)
-        return -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) { /* echo until the pipe closes; _exit: no atexit cleanup in this child */
-        close(ping[1]);
-        close(pong[0]);
-        char b;
-        while (read(ping[0], &b, 1) == 1 && write(pong[1], &b, 1) == 1)
-            ;
-        _exit(0);
-    }
-    close(ping[0]);
-    close(pong[1]);
-    char b = 'x';
-    double us = -1;
-    bool ok = pid > 0;
-    uint64_t t0 = 0;
-    for (int k = -1000; ok && k < trips; k++) { /* k < 0: warm-up */
-        if (k == 0)
-            t0 = bench_now_ns();
-        ok = write(ping[1], &b, 1) == 1 && read(pong[0], &b, 1) == 1;
-    }
-    if (ok)
-        us = (bench_now_ns() - t0) / 1e3 / (2.0 * trips);
-    close(ping[1]);
-    close(pong[0]);
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
-    sched_setaffinity(0, sizeof old, &old);
-    return us;
-}
-
 /* ---- driver ---- */
 
 static void bench_config(int segs)
@@ -327,7 +279,7 @@ static int bench_main(void)
     if (opt.max_segs > 1)
         bench_config(opt.max_segs);
     for (int r = 0; r < opt.repeats; r++) {
-        double us = pipe_switch_us(opt.pipe_trips);
+        double us = bench_ctxswitch_pipe_us(opt.pipe_trips);
         if (us < 0) {
             perror("bench_switch: ctxswitch_pipe");
             return 1;
