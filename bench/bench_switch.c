@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,31 +52,6 @@ struct config {
     bool small_peer;
     vasid_t a, b;
 };
-
-/* ---- memory budget ---- */
-
-static uint64_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    uint64_t kib = 0;
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %" SCNu64, &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
-/* Can `bytes` more of tmpfs-backed memory be had, leaving MARGIN free in RAM and /dev/shm? */
-static bool fits(uint64_t bytes)
-{
-    struct statvfs sv;
-    if (statvfs(bench_root(), &sv) != 0)
-        return false;
-    uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
-    return bytes + MARGIN <= mem_available() && bytes + MARGIN <= shm_free;
-}
 
 /* ---- output ---- */
 
@@ -195,7 +169,7 @@ static void bench_engine(const struct config *c, int engine, const char *name, i
 static void bench_mmap_populate(const struct config *c)
 {
     uint64_t total = (uint64_t)c->segs * c->seg_bytes;
-    if (!fits(total)) {
+    if (!bench_shm_fits(total, MARGIN)) {
         fprintf(stderr, "bench_switch: mmap_populate segs=%d: not enough memory, skipped\n",
                 c->segs);
         return;
@@ -252,8 +226,8 @@ static void bench_config(int segs)
 {
     struct config c = { .segs = segs, .seg_bytes = opt.seg_size };
     uint64_t one = (uint64_t)segs * opt.seg_size;
-    if (!fits(2 * one)) {
-        if (!fits(one + SMALL_SEG)) {
+    if (!bench_shm_fits(2 * one, MARGIN)) {
+        if (!bench_shm_fits(one + SMALL_SEG, MARGIN)) {
             fprintf(stderr, "bench_switch: segs=%d: not enough memory for %" PRIu64
                     " bytes, skipped\n", segs, one);
             return;

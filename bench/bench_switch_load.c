@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define KIB (UINT64_C(1) << 10)
@@ -95,30 +94,6 @@ static void stop_load_threads(int n, pthread_t *th)
     pthread_mutex_unlock(&sleep_mutex);
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
-}
-
-/* ---- memory budget ---- */
-
-static uint64_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    uint64_t kib = 0;
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %" SCNu64, &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
-static bool fits(uint64_t bytes)
-{
-    struct statvfs sv;
-    if (statvfs(bench_root(), &sv) != 0)
-        return false;
-    uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
-    return bytes + MARGIN <= mem_available() && bytes + MARGIN <= shm_free;
 }
 
 /* ---- one configuration ---- */
@@ -232,7 +207,7 @@ static int bench_main(void)
     }
     for (int i = 0; i < opt.nsizes; i++) {
         uint64_t size = opt.sizes[i];
-        if (!fits(2 * size)) {
+        if (!bench_shm_fits(2 * size, MARGIN)) {
             fprintf(stderr, "bench_switch_load: %" PRIu64 " KiB: not enough memory for two "
                     "segments, skipped\n", size >> 10);
             printf("{\"name\":\"skip\",\"params\":{\"seg_bytes\":%" PRIu64 "},\"reason\":"

@@ -2,12 +2,14 @@
 #include "bench_util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -278,4 +280,28 @@ double bench_ctxswitch_pipe_us(int trips)
         waitpid(pid, NULL, 0);
     sched_setaffinity(0, sizeof old, &old);
     return us;
+}
+
+/* ---- memory budget ---- */
+
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    uint64_t kib = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %" SCNu64, &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+bool bench_shm_fits(uint64_t bytes, uint64_t margin)
+{
+    struct statvfs sv;
+    if (statvfs(bench_root(), &sv) != 0)
+        return false;
+    uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
+    return bytes + margin <= mem_available() && bytes + margin <= shm_free;
 }
