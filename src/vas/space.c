@@ -209,7 +209,9 @@ static uint64_t padded_span(const struct space *s, const struct pseg *ps)
 }
 
 /* Take x's padding away (another segment is coming into it): the padding becomes a plain
- * reservation, and the pieces no other segment covers are given back. */
+ * reservation, and the pieces no other segment covers are given back. The newcomer then
+ * reserves its own pieces with MAP_FIXED_NOREPLACE: should another thread's mmap take one
+ * in between, the attach fails with EXO_EOVERLAP; nothing is ever replaced. */
 static void unpad(struct space *s, struct pseg *x)
 {
     uint64_t lo = x->base + x->size, hi = x->base + x->span;
