@@ -5,9 +5,13 @@
  * the same base switch with their data intact; a segment of a third VAS whose base lies in
  * the padding takes the padding away, the freed range is given back, and everything still
  * switches; a foreign mapping where the padding would go keeps a segment unpadded and is
- * left untouched; detaching gives the whole range back. */
+ * left untouched; detaching gives the whole range back. While the padded segments switch,
+ * another thread keeps trying to map inside their GiB (with and without
+ * MAP_FIXED_NOREPLACE) and must never get an address there. */
 #include "harness.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -52,6 +56,31 @@ static void expect(uint64_t base, uint64_t size, uint64_t tag)
 {
     for (uint64_t off = 0; off < size; off += 4096)
         CHECK_EQ(*(volatile uint64_t *)(base + off), tag ^ off);
+}
+
+static uint64_t probed_base;
+static atomic_int stop_probing;
+static atomic_long probes, violations;
+
+/* Try to map pages all over [probed_base, +1 GiB), which padded segments own throughout. */
+static void *prober(void *arg)
+{
+    (void)arg;
+    for (unsigned k = 0; !atomic_load(&stop_probing); k++) {
+        uint64_t at = probed_base + (uint64_t)(k % 16) * 64 * MIB + (k % 3) * 4096;
+        for (int fixed = 0; fixed < 2; fixed++) {
+            void *p = mmap((void *)(uintptr_t)at, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+                           (fixed ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+            if (p == MAP_FAILED)
+                continue;
+            uint64_t got = (uint64_t)(uintptr_t)p;
+            if (got >= probed_base && got < probed_base + GIB)
+                atomic_fetch_add(&violations, 1);
+            munmap(p, 4096);
+        }
+        atomic_fetch_add(&probes, 1);
+    }
+    return NULL;
 }
 
 struct one {
@@ -112,12 +141,20 @@ int main(void)
     struct vas_park_stats before, after;
     CHECK_OK(vas_ctl(VAS_CTL_PARK_STATS, 0, &before));
     struct one *ab[] = {&a, &b};
+    probed_base = base;
+    pthread_t th;
+    CHECK_OK(pthread_create(&th, NULL, prober, NULL));
     rotate(ab, 2, 100);
     CHECK_OK(vas_ctl(VAS_CTL_PARK_STATS, 0, &after));
     CHECK_EQ(after.maps, before.maps);               /* every switch moved page tables */
     CHECK_EQ(after.moves - before.moves, 2 * 200);
     CHECK_EQ(after.switches - before.switches, 200);
     CHECK(after.remap_ns > before.remap_ns);
+    while (atomic_load(&probes) < 50) /* the prober must have run between switches */
+        rotate(ab, 2, 1);
+    atomic_store(&stop_probing, 1);
+    CHECK_OK(pthread_join(th, NULL));
+    CHECK_EQ(atomic_load(&violations), 0);
     CHECK(!free_at(base + 512 * MIB, 4096));
 
     /* A third VAS's segment inside the padding: the padding goes, the rest is given back. */
