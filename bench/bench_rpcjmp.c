@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,6 +150,7 @@ static void *spinner(void *arg)
 
 static void serve_all(int cpu, struct rpcjmp_chan *server_ends)
 {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the measuring process */
     pin_to(cpu);
     struct rpcjmp_server s;
     int rc = rpcjmp_server_open(STORE, &s);

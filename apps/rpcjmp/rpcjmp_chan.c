@@ -114,6 +114,10 @@ int rpcjmp_chan_pair(int transport, struct rpcjmp_chan *client, struct rpcjmp_ch
         }
         client->rings = p; /* zero-filled: every slot empty */
         server->rings = q;
+        /* Both ends are this process's until another process uses one (bind_side), so a
+         * server forked off waits for no client that died before its first request. */
+        atomic_store(&client->rings->pid[0], getpid());
+        atomic_store(&client->rings->pid[1], getpid());
         return 0;
     }
     default:
