@@ -7,13 +7,18 @@
  *                  copies, and switches home: two vas_switch calls and one memcpy;
  *   switch+thread  the same while a second thread of the client process runs on the other
  *                  CPU (so that every page-table change must also flush that CPU's TLB);
+ *   switch+client  the same while a second client process on the other CPU does the same
+ *                  exchanges (readers share the segment's lock, writers take turns);
  *   pipe, stream, seqpacket, ring
  *                  a request to a server process and its response, over two pipes, a UNIX
  *                  stream socket pair, a UNIX SOCK_SEQPACKET pair, or two busy-polled
  *                  SPSC rings of 64-byte slots (3.5 KiB of payload per ring) in a shared
- *                  mapping; the server copies between the record and the channel.
+ *                  mapping; the server copies between the record and the channel;
+ *   redis          the real program: a redis-server (started by this run, UNIX socket, no
+ *                  persistence) holding the same values, GETRANGE to read and SET to write
+ *                  through hiredis (skipped when redis-server is missing).
  * Placements: "same" (client and server both pinned to the first CPU) and "cross" (server on
- * the second; switch+thread only here). Every exchange is timed on its own; each repeat
+ * the second; switch+thread and switch+client only here). Every exchange is timed on its own; each repeat
  * prints the median and the 99th percentile of its exchanges (unit us), each against the
  * pipe with the same op, payload and placement (the pipe is the one local RPC every
  * transport and placement has; the ring only makes sense across CPUs).
@@ -22,6 +27,7 @@
 #include <exomem/exomem.h>
 #include "bench_child.h"
 #include "bench_util.h"
+#include "redis_fixture.h"
 #include "rpcjmp.h"
 
 #include <getopt.h>
@@ -32,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,11 +50,16 @@
 static const size_t payloads[] = { 8, 64, 512, 4096, 65536 };
 #define NPAYLOADS (sizeof payloads / sizeof payloads[0])
 
-enum { T_SWITCH, T_SWITCH_THREAD, T_PIPE, T_STREAM, T_SEQPACKET, T_RING, NTRANSPORTS };
-static const char *const tname[NTRANSPORTS] = { "switch", "switch+thread", "pipe", "stream",
-                                                "seqpacket", "ring" };
-static const int chan_kind[NTRANSPORTS] = { 0, 0, RPCJMP_PIPE, RPCJMP_STREAM,
-                                            RPCJMP_SEQPACKET, RPCJMP_RING };
+enum { T_SWITCH, T_SWITCH_THREAD, T_SWITCH_CLIENT, T_PIPE, T_STREAM, T_SEQPACKET, T_RING,
+       T_REDIS, NTRANSPORTS };
+static const char *const tname[NTRANSPORTS] = { "switch", "switch+thread", "switch+client",
+                                                "pipe", "stream", "seqpacket", "ring",
+                                                "redis" };
+#define FIRST_CHAN T_PIPE
+#define LAST_CHAN T_RING
+static const int chan_kind[NTRANSPORTS] = { [T_PIPE] = RPCJMP_PIPE, [T_STREAM] = RPCJMP_STREAM,
+                                            [T_SEQPACKET] = RPCJMP_SEQPACKET,
+                                            [T_RING] = RPCJMP_RING };
 
 static struct {
     int repeats;
@@ -77,9 +89,57 @@ struct client {
     struct rpcjmp_chan *ch;
 };
 
+/* The redis peer: a server of this run and one connection to it. */
+static struct redis_server redis;
+static redisContext *redis_conn;
+
+static long redis_exchange(bool write, unsigned key, size_t len)
+{
+    redisReply *r = write ? redisCommand(redis_conn, "SET r%u %b", key, wbuf, len)
+                          : redisCommand(redis_conn, "GETRANGE r%u 0 %lu", key,
+                                         (unsigned long)(len - 1));
+    long got = -EXO_EIO;
+    if (r && write && r->type == REDIS_REPLY_STATUS)
+        got = 0;
+    else if (r && !write && r->type == REDIS_REPLY_STRING) {
+        memcpy(rbuf, r->str, r->len < len ? r->len : len); /* as the others copy it out */
+        got = (long)r->len;
+    }
+    if (got < 0)
+        exomem_set_error(EXO_EIO, "redis: %s", r ? (r->type == REDIS_REPLY_ERROR ? r->str :
+                         "unexpected reply") : redis_conn->errstr);
+    freeReplyObject(r);
+    return got;
+}
+
+static void redis_setup(void)
+{
+    const char *why = redis_fixture_missing();
+    if (why) {
+        printf("{\"name\":\"skip\",\"params\":{\"transport\":\"redis\"},\"reason\":"
+               "\"%s\"}\n", why);
+        return;
+    }
+    redis_start_unix(&redis, bench_root(), "peer"); /* stopped at exit by the fixture */
+    if (!(redis_conn = redisConnectUnix(redis.sock)) || redis_conn->err) {
+        fprintf(stderr, "bench_rpcjmp: cannot connect to redis-server at %s\n", redis.sock);
+        exit(1);
+    }
+    for (unsigned k = 0; k < READ_KEYS; k++) {
+        rpcjmp_fill(k, 1, rbuf, RPCJMP_PAYLOAD_MAX);
+        redisReply *r = redisCommand(redis_conn, "SET r%u %b", k, rbuf,
+                                     (size_t)RPCJMP_PAYLOAD_MAX);
+        if (!r || r->type != REDIS_REPLY_STATUS)
+            bench_die("redis SET", -EXO_EIO);
+        freeReplyObject(r);
+    }
+}
+
 static long exchange(struct client *c, int t, bool write, unsigned key, size_t len)
 {
-    if (t == T_SWITCH || t == T_SWITCH_THREAD)
+    if (t == T_REDIS)
+        return redis_exchange(write, key, len);
+    if (t <= T_SWITCH_CLIENT)
         return write ? rpcjmp_jmp_write(&c->jmp, key, wbuf, len)
                      : rpcjmp_jmp_read(&c->jmp, key, rbuf, len);
     return write ? rpcjmp_call_write(c->ch, key, wbuf, len)
@@ -92,9 +152,44 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* switch+client: a second client process on the other CPU doing the same exchanges until
+ * *stop is set (a shared page). */
+static _Atomic int *other_stop;
+
+static pid_t start_other_client(struct client *c, bool write, size_t len)
+{
+    atomic_store(other_stop, 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        bench_die("fork", -1);
+    if (pid == 0) { /* a fork starts at home with the parent's attachments */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        pin_to(cpus[1]);
+        for (unsigned i = 0; !atomic_load(other_stop); i++)
+            if (exchange(c, T_SWITCH, write, i % READ_KEYS + (write ? READ_KEYS : 0), len) < 0)
+                _exit(1);
+        _exit(0);
+    }
+    return pid;
+}
+
+static void stop_other_client(pid_t pid)
+{
+    atomic_store(other_stop, 1);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "bench_rpcjmp: the second client failed (status %#x)\n", status);
+        exit(1);
+    }
+}
+
 /* Time opt.exchanges exchanges and print their median and 99th percentile. */
 static void measure(struct client *c, int t, bool write, size_t len, const char *cpus_name)
 {
+    pid_t other = t == T_SWITCH_CLIENT ? start_other_client(c, write, len) : 0;
     for (int i = 0; i < opt.warmup + opt.exchanges; i++) {
         unsigned key = (unsigned)i % READ_KEYS + (write ? READ_KEYS : 0);
         uint64_t t0 = bench_now_ns();
@@ -109,6 +204,8 @@ static void measure(struct client *c, int t, bool write, size_t len, const char 
         if (i >= opt.warmup)
             lat_ns[i - opt.warmup] = t1 - t0;
     }
+    if (other)
+        stop_other_client(other);
     qsort(lat_ns, (size_t)opt.exchanges, sizeof *lat_ns, cmp_u64);
     double p50 = lat_ns[opt.exchanges / 2] / 1e3;
     double p99 = lat_ns[(size_t)((opt.exchanges - 1) * 0.99)] / 1e3;
@@ -154,7 +251,7 @@ static void serve_all(int cpu, struct rpcjmp_chan *server_ends)
     pin_to(cpu);
     struct rpcjmp_server s;
     int rc = rpcjmp_server_open(STORE, &s);
-    for (int t = T_PIPE; rc == 0 && t < NTRANSPORTS; t++)
+    for (int t = FIRST_CHAN; rc == 0 && t <= LAST_CHAN; t++)
         rc = rpcjmp_server_serve(&s, &server_ends[t]);
     if (rc)
         fprintf(stderr, "bench_rpcjmp: server: %s\n", exomem_last_error());
@@ -165,7 +262,7 @@ static void serve_all(int cpu, struct rpcjmp_chan *server_ends)
 static void placement(struct client *c, int server_cpu, const char *cpus_name)
 {
     struct rpcjmp_chan client_ends[NTRANSPORTS], server_ends[NTRANSPORTS];
-    for (int t = T_PIPE; t < NTRANSPORTS; t++)
+    for (int t = FIRST_CHAN; t <= LAST_CHAN; t++)
         TRY(rpcjmp_chan_pair(chan_kind[t], &client_ends[t], &server_ends[t]));
     fflush(NULL);
     pid_t pid = fork();
@@ -173,7 +270,7 @@ static void placement(struct client *c, int server_cpu, const char *cpus_name)
         bench_die("fork", -1);
     if (pid == 0)
         serve_all(server_cpu, server_ends);
-    for (int t = T_PIPE; t < NTRANSPORTS; t++)
+    for (int t = FIRST_CHAN; t <= LAST_CHAN; t++)
         rpcjmp_chan_close(&server_ends[t]);
 
     measure_all(c, T_SWITCH, cpus_name);
@@ -185,12 +282,21 @@ static void placement(struct client *c, int server_cpu, const char *cpus_name)
         measure_all(c, T_SWITCH_THREAD, cpus_name);
         atomic_store(&spin_stop, true);
         pthread_join(th, NULL);
+        measure_all(c, T_SWITCH_CLIENT, cpus_name);
     }
-    for (int t = T_PIPE; t < NTRANSPORTS; t++) {
+    for (int t = FIRST_CHAN; t <= LAST_CHAN; t++) {
         c->ch = &client_ends[t];
         measure_all(c, t, cpus_name);
         TRY(rpcjmp_call_close(c->ch));
         rpcjmp_chan_close(c->ch);
+    }
+    if (redis_conn) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(server_cpu, &set);
+        if (sched_setaffinity(redis.pid, sizeof set, &set) != 0)
+            bench_die("sched_setaffinity(redis-server)", -1);
+        measure_all(c, T_REDIS, cpus_name);
     }
     int status;
     while (waitpid(pid, &status, 0) < 0)
@@ -216,6 +322,10 @@ static int bench_main(void)
     if (!wbuf || !rbuf || !lat_ns)
         bench_die("malloc", -EXO_ENOMEM);
     rpcjmp_fill(0, 7, wbuf, RPCJMP_PAYLOAD_MAX);
+    other_stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (other_stop == MAP_FAILED)
+        bench_die("mmap", -EXO_ENOMEM);
+    redis_setup();
     TRY(rpcjmp_store_create(STORE, 0, NRECORDS));
     struct client c = { 0 };
     TRY(rpcjmp_jmp_open(STORE, &c.jmp));
@@ -230,6 +340,9 @@ static int bench_main(void)
     }
     rpcjmp_jmp_close(&c.jmp);
     TRY(rpcjmp_store_delete(STORE));
+    if (redis_conn)
+        redisFree(redis_conn);
+    redis_stop(&redis);
     return 0;
 }
 
