@@ -147,7 +147,8 @@ struct rpcjmp_chan {
 
 /* Make a connected pair of ends of `transport` in this process; fork, and let each process
  * close the end it does not use with rpcjmp_chan_close(). -EXO_EINVAL (unknown transport),
- * -EXO_ENOMEM, or the errno of pipe/socketpair/mmap. Never blocks. */
+ * -EXO_ENOMEM, -EXO_EIO (pipe, socketpair, memfd_create or mmap failed; the message says
+ * why). Never blocks. */
 int rpcjmp_chan_pair(int transport, struct rpcjmp_chan *client, struct rpcjmp_chan *server);
 
 /* Wrap a connected SOCK_STREAM socket (e.g. accepted from a listening UNIX socket) as an
