@@ -173,30 +173,26 @@ undo:;
     return exomem_set_error(rc, "%s", msg);
 }
 
+/* Delete VAS (is_seg false) or segment "<name><suffix>". */
+static int delete_object(const char *name, const char *suffix, bool is_seg)
+{
+    char full[EXOMEM_NAME_MAX + 1];
+    uint64_t id;
+    int rc = object_name(name, suffix, full);
+    if (rc == 0)
+        rc = is_seg ? seg_find(full, &id) : vas_find(full, &id);
+    if (rc == 0)
+        rc = is_seg ? seg_delete(id) : vas_delete(id);
+    return rc;
+}
+
 int rpcjmp_store_delete(const char *name)
 {
-    char seg_name[EXOMEM_NAME_MAX + 1], vas_name[EXOMEM_NAME_MAX + 1];
-    const char *suffixes[] = { ".ro", ".rw" };
-    int first = 0, rc;
-    for (int i = 0; i < 2; i++) {
-        vasid_t vid;
-        if ((rc = object_name(name, suffixes[i], vas_name)))
-            return rc;
-        rc = vas_find(vas_name, &vid);
-        if (rc == 0)
-            rc = vas_delete(vid);
-        if (rc && !first)
-            first = rc;
-    }
-    segid_t sid;
-    if ((rc = object_name(name, ".data", seg_name)))
-        return rc;
-    rc = seg_find(seg_name, &sid);
-    if (rc == 0)
-        rc = seg_delete(sid);
-    if (rc && !first)
-        first = rc;
-    return first;
+    /* The VASes first: a segment listed in a VAS cannot be deleted. Go on past a failure,
+     * report the first. */
+    int ro = delete_object(name, ".ro", false), rw = delete_object(name, ".rw", false);
+    int seg = delete_object(name, ".data", true);
+    return ro ? ro : rw ? rw : seg;
 }
 
 /* ---- clients that switch ---- */
