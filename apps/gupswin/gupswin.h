@@ -89,8 +89,9 @@ void gupswin_params(char *buf, size_t cap, const char *design,
 /* Print one verified run as JSON lines (bench/run.py's protocol): "gupswin" (MUP/s, against
  * the "map" design with the same windows and batch), "gupswin_changes" (window changes per
  * second: for VAS, Figure 9's switch rate), "gupswin_change_time" (us per change: mmap,
- * vas_switch, or MP's send and wait) and "gupswin_faults" (page faults of the driving process
- * per 1000 updates). errors is the verification's count (UINT64_MAX: it could not run);
+ * vas_switch, or MP's send and wait), "gupswin_update_time" (ns per update outside the
+ * changes: where TLB misses after a change show) and "gupswin_faults" (page faults of the
+ * driving process per 1000 updates). errors is the verification's count (UINT64_MAX: it could not run);
  * a run that fails HPCC's bound prints a "skip" line saying so instead and returns false.
  * note (may be NULL) is added to the first line's note; it must need no JSON escaping. */
 bool gupswin_emit(FILE *out, const char *design, const struct gupswin_config *cfg,
