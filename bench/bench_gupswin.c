@@ -209,9 +209,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_gupswin [--quick] [--repeats R] [--window-log2 L] [--ms MS]\n"
                "                     [--max-windows W] [--no-mp]\n"
-               "GUPS over 1..W windows (default 64) of 2^L words (default 2^23: 64 MiB) in the\n"
-               "map, map_lazy, vas, vas_nolock and mp designs, batches of 16 and 64, each run MS ms\n"
-               "(default 300). --quick: 16 MiB windows, 150 ms, 2 repeats.\n");
+               "GUPS over 1..W windows (default 64) of 2^L words (default 2^23: 64 MiB) in\n"
+               "the map, map_lazy, vas, vas_nolock and mp designs, batches of 16 and 64, each\n"
+               "run MS ms (default 300). --quick: 16 MiB windows, 150 ms, 2 repeats.\n");
 }
 
 int main(int argc, char **argv)

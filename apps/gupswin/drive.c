@@ -6,7 +6,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static uint64_t now_ns(void)
+uint64_t gupswin_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -60,7 +60,8 @@ int gupswin_drive(const struct gupswin_config *cfg, const struct gupswin_design 
     uint64_t mask = (UINT64_C(1) << gupswin_table_log2(cfg)) - 1;
     for (unsigned w = 0; w < cfg->windows; w++)
         fill[w] = 0;
-    uint64_t faults0 = minor_faults(), t0 = now_ns(), deadline = cfg->max_ns ? t0 + cfg->max_ns : 0;
+    uint64_t faults0 = minor_faults(), t0 = gupswin_now_ns();
+    uint64_t deadline = cfg->max_ns ? t0 + cfg->max_ns : 0;
     uint64_t v = 1, n = 0, limit = cfg->max_updates ? cfg->max_updates : UINT64_MAX;
     while (n < limit) {
         v = gups_step(v);
@@ -74,7 +75,7 @@ int gupswin_drive(const struct gupswin_config *cfg, const struct gupswin_design 
         res->batches++;
         if ((rc = design->apply(design->ctx, w, mine, batch, res)) != 0)
             return rc;
-        if (deadline && (res->batches & 7) == 0 && now_ns() >= deadline)
+        if (deadline && (res->batches & 7) == 0 && gupswin_now_ns() >= deadline)
             break;
     }
     /* What is left: each window's partial batch, so that exactly positions 1..n are applied. */
@@ -86,7 +87,7 @@ int gupswin_drive(const struct gupswin_config *cfg, const struct gupswin_design 
             return rc;
         fill[w] = 0;
     }
-    res->elapsed_ns = now_ns() - t0;
+    res->elapsed_ns = gupswin_now_ns() - t0;
     res->minor_faults = minor_faults() - faults0;
     res->updates = n;
     return 0;

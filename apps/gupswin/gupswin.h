@@ -58,6 +58,9 @@ struct gupswin_design {
     void *ctx;
 };
 
+/* The monotonic clock in nanoseconds (what every design times its changes with). */
+uint64_t gupswin_now_ns(void);
+
 /* log2 of the whole table's words; cfg must be valid (gupswin_check()). */
 unsigned gupswin_table_log2(const struct gupswin_config *cfg);
 
@@ -91,9 +94,10 @@ void gupswin_params(char *buf, size_t cap, const char *design,
  * second: for VAS, Figure 9's switch rate), "gupswin_change_time" (us per change: mmap,
  * vas_switch, or MP's send and wait), "gupswin_update_time" (ns per update outside the
  * changes: where TLB misses after a change show) and "gupswin_faults" (page faults of the
- * driving process per 1000 updates). errors is the verification's count (UINT64_MAX: it could not run);
- * a run that fails HPCC's bound prints a "skip" line saying so instead and returns false.
- * note (may be NULL) is added to the first line's note; it must need no JSON escaping. */
+ * driving process per 1000 updates). errors is the verification's count (UINT64_MAX: it
+ * could not run); a run that fails HPCC's bound prints a "skip" line saying so instead and
+ * returns false. note (may be NULL) is added to the first line's note; it must need no JSON
+ * escaping. */
 bool gupswin_emit(FILE *out, const char *design, const struct gupswin_config *cfg,
                   const struct gupswin_result *res, uint64_t errors, const char *note);
 

@@ -18,7 +18,6 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { TAG_BATCH = 1, TAG_ANSWER, TAG_VERIFY, TAG_QUIT };
 
@@ -26,13 +25,6 @@ struct master {
     uint64_t *part; /* window 0 */
     unsigned window_log2;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int mp_apply(void *ctx, unsigned w, const uint64_t *values, unsigned count,
                     struct gupswin_result *res)
@@ -42,11 +34,12 @@ static int mp_apply(void *ctx, unsigned w, const uint64_t *values, unsigned coun
         gupswin_apply(m->part, m->window_log2, values, count);
         return 0;
     }
-    uint64_t t0 = now_ns();
-    if (MPI_Send(values, (int)count, MPI_UINT64_T, (int)w, TAG_BATCH, MPI_COMM_WORLD) != MPI_SUCCESS ||
-        MPI_Recv(NULL, 0, MPI_BYTE, (int)w, TAG_ANSWER, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    uint64_t t0 = gupswin_now_ns();
+    MPI_Comm world = MPI_COMM_WORLD;
+    if (MPI_Send(values, (int)count, MPI_UINT64_T, (int)w, TAG_BATCH, world) != MPI_SUCCESS ||
+        MPI_Recv(NULL, 0, MPI_BYTE, (int)w, TAG_ANSWER, world, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return exomem_set_error(EXO_EIO, "gupswin_mpi: sending a batch to rank %u failed", w);
-    res->change_ns += now_ns() - t0;
+    res->change_ns += gupswin_now_ns() - t0;
     res->changes++;
     return 0;
 }

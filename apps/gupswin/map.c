@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 struct gupswin_map {
@@ -18,13 +17,6 @@ struct gupswin_map {
     unsigned current;  /* the window mapped there */
     bool populate;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Map window w at the window address (replacing what is there). */
 static int map_window(struct gupswin_map *m, unsigned w)
@@ -44,11 +36,11 @@ static int map_apply(void *ctx, unsigned w, const uint64_t *values, unsigned cou
 {
     struct gupswin_map *m = ctx;
     if (w != m->current) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = gupswin_now_ns();
         int rc = map_window(m, w);
         if (rc)
             return rc;
-        res->change_ns += now_ns() - t0;
+        res->change_ns += gupswin_now_ns() - t0;
         res->changes++;
     }
     gupswin_apply(m->window, m->cfg.window_log2, values, count);

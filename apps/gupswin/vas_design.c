@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct gupswin_vas {
     struct gupswin_config cfg;
@@ -20,23 +19,16 @@ struct gupswin_vas {
     unsigned *fill;
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int vas_apply(void *ctx, unsigned w, const uint64_t *values, unsigned count,
                      struct gupswin_result *res)
 {
     struct gupswin_vas *v = ctx;
     if (w != v->current) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = gupswin_now_ns();
         int rc = vas_switch(v->handle[w]);
         if (rc)
             return rc;
-        res->change_ns += now_ns() - t0;
+        res->change_ns += gupswin_now_ns() - t0;
         res->changes++;
         v->current = w;
     }
