@@ -145,8 +145,13 @@ static int measure_mp(unsigned windows)
     const char *argv[] = { "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", np,
                            "-x", "ASAN_OPTIONS", prog, "--window-log2", log2, "--batches",
                            "16,64", "--ms", ms, "--repeats", reps, NULL };
-    /* In a sanitized build, Open MPI's own unfreed allocations are not ours to report. */
-    const char *env[] = { "ASAN_OPTIONS=detect_leaks=0", NULL };
+    /* In a sanitized build, Open MPI's own unfreed allocations are not ours to report. Its
+     * shared-memory segments and session directory go into our private registry, which
+     * is removed however we end. */
+    static char vader[4200], tmpdir[4200];
+    snprintf(vader, sizeof vader, "OMPI_MCA_btl_vader_backing_directory=%s", bench_root());
+    snprintf(tmpdir, sizeof tmpdir, "OMPI_MCA_orte_tmpdir_base=%s", bench_root());
+    const char *env[] = { "ASAN_OPTIONS=detect_leaks=0", vader, tmpdir, NULL };
     pid_t pid = bench_spawn(argv, "/", out, "/dev/stderr", env);
     if (pid < 0) {
         bench_emit_skip(p, "cannot start mpirun");

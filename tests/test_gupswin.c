@@ -6,8 +6,10 @@
 
 #include "gupswin.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -177,7 +179,7 @@ static void mp_unavailable(const char *why)
     fprintf(stderr, "SKIP (MP design only): %s\n", why);
 }
 
-static void test_mp(void)
+static void test_mp(const char *root)
 {
     char self[4096], prog[4200];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -189,8 +191,11 @@ static void test_mp(void)
         return mp_unavailable("gupswin_mpi was not built (CMake found no MPI)");
     if (!in_path("mpirun"))
         return mp_unavailable("no mpirun in PATH");
-    char out[] = "/tmp/test_gupswin_mp.XXXXXX";
-    int fd = mkstemp(out);
+    char out[4200], mpi_dir[4200];
+    snprintf(out, sizeof out, "%s/mp.out", root);
+    snprintf(mpi_dir, sizeof mpi_dir, "%s/mpi", root);
+    CHECK(mkdir(mpi_dir, 0700) == 0);
+    int fd = open(out, O_RDWR | O_CREAT | O_EXCL, 0600);
     CHECK(fd >= 0);
     atexit(stop_mpirun);
     signal(SIGTERM, on_signal);
@@ -202,6 +207,10 @@ static void test_mp(void)
         dup2(fd, 1);
         /* Open MPI's own allocations are not ours to report in a sanitized build. */
         setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+        /* Its shared-memory segments and session directory go into the test's registry,
+         * which is removed at exit, so a killed run leaves nothing in /dev/shm or /tmp. */
+        setenv("OMPI_MCA_btl_vader_backing_directory", mpi_dir, 1);
+        setenv("OMPI_MCA_orte_tmpdir_base", mpi_dir, 1);
         execlp("mpirun", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4",
                "-x", "ASAN_OPTIONS", prog, "--window-log2", "12", "--batches", "16,64",
                "--ms", "0", "--max-updates", "30000", (char *)NULL);
@@ -256,7 +265,7 @@ static void test_mp(void)
 
 int main(void)
 {
-    test_root_setup();
+    const char *root = test_root_setup();
     test_bad_configs();
     static const unsigned windows[] = { 1, 2, 8 };
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
@@ -266,6 +275,6 @@ int main(void)
             test_vas(windows[i], batch);
         }
     }
-    test_mp();
+    test_mp(root);
     return 0;
 }
