@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 8
@@ -50,6 +51,7 @@ struct job {
 
 struct result {
     uint64_t ops, elapsed_ns, errors;
+    uint64_t cpu_ns; /* CPU time of the clients (and, for redis, of redis-server) */
     uint32_t hist[HBUCKETS];
 };
 
@@ -118,6 +120,28 @@ static int io_all(int fd, void *p, size_t n, int writing)
     return 0;
 }
 
+static uint64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time a process has run, in ns (/proc/PID/schedstat), 0 if unknown. */
+static uint64_t cpu_of(pid_t pid)
+{
+    char path[64];
+    unsigned long long ns = 0;
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%llu", &ns) != 1)
+            ns = 0;
+        fclose(f);
+    }
+    return ns;
+}
+
 /* ---- the client loop (one process per client) ---- */
 
 static void run_job(const struct job *j, redisContext *rc, struct result *res)
@@ -126,6 +150,7 @@ static void run_job(const struct job *j, redisContext *rc, struct result *res)
     memset(value, 'v', sizeof value);
     memset(res, 0, sizeof *res);
     unsigned s = j->seed;
+    uint64_t cpu0 = cpu_now_ns();
     uint64_t start = bench_now_ns(), end = start + j->ns, t = start;
     while (t < end) {
         s = s * 1103515245u + 12345u;
@@ -155,6 +180,7 @@ static void run_job(const struct job *j, redisContext *rc, struct result *res)
         t = now;
     }
     res->elapsed_ns = t - start;
+    res->cpu_ns = cpu_now_ns() - cpu0;
 }
 
 static void worker(int in, int out)
@@ -217,6 +243,7 @@ static void stop_children(void)
 static void run_clients(int n, struct job j, struct result *all)
 {
     memset(all, 0, sizeof *all);
+    uint64_t server0 = j.system == SYS_REDIS ? cpu_of(redis.pid) : 0;
     for (int i = 0; i < n; i++) {
         j.seed = j.seed * 7919u + (unsigned)i * 104729u + 1;
         if (io_all(job_fd[i], &j, sizeof j, 1) != 0)
@@ -229,11 +256,14 @@ static void run_clients(int n, struct job j, struct result *all)
             bench_die("a client process died", -EXO_EIO);
         all->ops += r.ops;
         all->errors += r.errors;
+        all->cpu_ns += r.cpu_ns;
         if (r.elapsed_ns)
             rate += (double)r.ops * 1e9 / (double)r.elapsed_ns;
         for (int b = 0; b < HBUCKETS; b++)
             all->hist[b] += r.hist[b];
     }
+    if (j.system == SYS_REDIS)
+        all->cpu_ns += cpu_of(redis.pid) - server0;
     all->elapsed_ns = rate > 0 ? (uint64_t)((double)all->ops * 1e9 / rate) : 0;
 }
 
@@ -276,6 +306,11 @@ static void emit_config(int sys, int clients, int set_pct, int bytes, const stru
                        b ? "kv_latency_p50" : NULL, base, NULL);
     bench_emit_against("kv_latency_p99", "us", percentile(r->hist, 0.99) / 1e3, params,
                        b ? "kv_latency_p99" : NULL, base, NULL);
+    if (r->ops)
+        bench_emit_against("kv_cpu_per_request", "us", (double)r->cpu_ns / 1e3 / (double)r->ops,
+                           params, b ? "kv_cpu_per_request" : NULL, base,
+                           sys == SYS_KVJMP ? "CPU time of the client processes per request"
+                                            : "CPU time of the clients and redis-server per request");
     if (r->errors)
         fprintf(stderr, "bench_kvjmp: %s: %llu requests failed\n", sys_name[sys],
                 (unsigned long long)r->errors);

@@ -27,7 +27,10 @@ INTRO = (
     "library, the redis loop hiredis. Configurations alternate between the two stores, and "
     "each runs several times (median [min&ndash;max] shown). Mixes are 0% SET (GET only) to "
     "100% SET (Figure 10c); values 4 B (the paper's payload), 64 B and 4 KiB. Latency is "
-    "per request, median and p99 over all clients. Secondary rows: redis-benchmark itself "
+    "per request, median and p99 over all clients. 'CPU per request' is the CPU time of all "
+    "the processes a request needs (kvjmp: the client; redis: the client and redis-server, "
+    "from /proc/PID/schedstat) divided by the requests: it does not depend on how much of "
+    "the machine the run got. Secondary rows: redis-benchmark itself "
     "(same flags) against kvjmp's RESP server (a process that runs each request through the "
     "same client library) and against redis-server. This VM has 2 cores shared with other "
     "work while the report runs: with 8 clients, processes queue for the CPUs, and the "
@@ -95,15 +98,19 @@ def throughput_table(entries, value_bytes):
                 p99 = find(entries, "kv_latency_p99", store, n, pct, value_bytes)
                 lat.append("%s / %s" % (fmt_num(p50["median"]) if p50 else "-",
                                         fmt_num(p99["median"]) if p99 else "-"))
+            cpu = [find(entries, "kv_cpu_per_request", store, n, pct, value_bytes)
+                   for store in ("kvjmp", "redis-server")]
             ratio = (k["median"] / r["median"]) if k and r and r["median"] else None
             rows.append(["%d%%" % pct, "%d" % n, report.fmt_stat(k) if k else "-",
                          report.fmt_stat(r) if r else "-",
-                         "<b>%.2fx</b>" % ratio if ratio is not None else "-", lat[0], lat[1]])
+                         "<b>%.2fx</b>" % ratio if ratio is not None else "-", lat[0], lat[1],
+                         " / ".join(fmt_num(c["median"]) if c else "-" for c in cpu)])
     if not rows:
         return ""
     return ("<h3>Values of %s</h3>" % esc(report.fmt_bytes(value_bytes)) +
             table(["SET share", "clients", "kvjmp req/s", "redis-server req/s", "kvjmp / redis",
-                   "kvjmp latency p50 / p99 (us)", "redis latency p50 / p99 (us)"], rows))
+                   "kvjmp latency p50 / p99 (us)", "redis latency p50 / p99 (us)",
+                   "CPU per request (us): kvjmp / redis"], rows))
 
 
 def redis_benchmark_table(entries):
