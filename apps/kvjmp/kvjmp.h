@@ -60,7 +60,8 @@ int kvjmp_close(struct kvjmp *c);
 /* ---- typed commands (Redis semantics) ---- */
 
 /* GET: copy up to `cap` bytes of the string value into buf and its full length into *vlen;
- * returns 1 if found, 0 if missing, -EXO_EWRONGTYPE... see KVJMP_WRONGTYPE. */
+ * returns 1 if found, 0 if missing, -KVJMP_WRONGTYPE for a hash. A counter reads as its
+ * decimal string. Takes the shared lock (blocks while a writer is in). */
 int kvjmp_get(struct kvjmp *c, const void *key, size_t klen, void *buf, size_t cap,
               size_t *vlen);
 /* SET: store a string value (any bytes). */
@@ -79,7 +80,8 @@ int kvjmp_hset(struct kvjmp *c, const void *key, size_t klen, const void *field,
 int kvjmp_hget(struct kvjmp *c, const void *key, size_t klen, const void *field, size_t flen,
                void *buf, size_t cap, size_t *vlen);
 
-/* Command failures besides exomem's own codes (positive, below -1000 when returned). */
+/* Command failures besides exomem's own codes, returned negated (-KVJMP_...) by the typed
+ * calls; errno is not set for them (they are answers, not failures of the library). */
 enum {
     KVJMP_WRONGTYPE = 1001, /* the key holds another kind of value */
     KVJMP_NOTINT = 1002,    /* INCR of a value that is not an integer */

@@ -168,8 +168,7 @@ def plot(entries, path):
     ax.set_ylabel("requests/s")
     ax.grid(True, alpha=0.4)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")  # tight: three panels' labels fit
     plt.close(fig)
 
 
