@@ -125,6 +125,7 @@ int kvjmp_enter_write(struct kvjmp *c, struct kvj_writer *w)
     w->sid = c->sid;
     w->st = c->st;
     w->client = c;
+    w->recovering = 0;
     if ((rc = kvj_prepare(w)) != 0) {
         kvjmp_leave(c);
         return rc;

@@ -72,6 +72,7 @@ struct kvj_log {
     void *garbage;           /* freed (deep) once the change is published */
     struct kvj_buckets *old_b, *new_b;
     struct kvj_entry *moving;
+    void *freeing;           /* an entry unlinked from dying garbage, being freed */
 };
 
 enum kvj_obj { KVJ_OBJ_NONE = 0, KVJ_OBJ_VAL = 1, KVJ_OBJ_ENTRY = 2 };
@@ -88,6 +89,7 @@ struct kvj_writer {
     segid_t sid;
     struct kvj_store *st;
     struct kvjmp *client; /* for the crash hook */
+    int recovering;       /* finishing a dead writer's change: objects may be freed already */
 };
 
 struct kvjmp {

@@ -12,9 +12,13 @@
  *   REHASH     put the entry that was being moved where it belongs, move the rest,
  *              publish the new bucket array, free the old one.
  * Freeing garbage may run twice (a writer killed inside seg_free): objects are freed
- * children first, each pointer cleared after its free, and a second seg_free of a freed
- * chunk is refused by the heap (-EXO_EINVAL; nothing reuses the chunk in between, since
- * every allocation is made by a writer after this recovery).
+ * children first, each pointer cleared after its free; an entry of a dying hash is
+ * unlinked before it is freed and the record holds it meanwhile (`freeing`), so a repair
+ * walks only live objects, reads nothing of one freed already (seg_malloc_usable_size() is
+ * 0 for it) and hands it to seg_free again, which refuses it (-EXO_EINVAL): nothing can
+ * have reused the chunk, since every allocation is made by a writer after the repair.
+ * What may leak: an allocation a writer was killed inside of (seg_malloc returned nothing
+ * recorded yet), one at a time.
  *
  * The compiler must not reorder these stores across the steps: a killed process's stores
  * reach the shared memory in program order on x86-64, so a compiler barrier suffices.
@@ -125,12 +129,19 @@ struct kvj_val *kvj_new_int(struct kvj_writer *w, int64_t n)
     return v;
 }
 
-/* Free a value and what it holds, re-entrantly (see the top). */
+/* Free a value and what it holds, re-entrantly (see the top). A repair may meet an object
+ * that the dead writer freed already: its fields are not read then (the heap reuses a free
+ * chunk's first words for its lists), only the pointer is handed to seg_free again. */
 static void free_val(struct kvj_writer *w, struct kvj_val *v);
+
+static int freed_already(const struct kvj_writer *w, void *p)
+{
+    return w->recovering && seg_malloc_usable_size(p) == 0;
+}
 
 static void free_entry(struct kvj_writer *w, struct kvj_entry *e)
 {
-    if (!e)
+    if (!e || freed_already(w, e))
         return;
     free_val(w, e->val);
     e->val = NULL;
@@ -140,29 +151,34 @@ static void free_entry(struct kvj_writer *w, struct kvj_entry *e)
 
 static void free_table(struct kvj_writer *w, struct kvj_table *t)
 {
+    if (freed_already(w, t))
+        return;
     struct kvj_buckets *b = t->b;
-    if (b) {
+    if (b && !freed_already(w, b)) {
         for (uint64_t i = 0; i < b->n; i++) {
             struct kvj_entry *e;
-            while ((e = b->slot[i]) != NULL) {
+            while ((e = b->slot[i]) != NULL) { /* a linked entry is never freed yet */
                 free_val(w, e->val);
                 e->val = NULL;
+                w->st->log.freeing = e; /* unlinked but not yet freed: the record holds it */
                 order();
-                b->slot[i] = e->next; /* a death before the free below leaks e alone */
+                b->slot[i] = e->next;
                 kvj_step(w);
                 release(e);
+                order();
+                w->st->log.freeing = NULL;
             }
         }
         release(b);
-        t->b = NULL;
-        order();
     }
+    t->b = NULL;
+    order();
     release(t);
 }
 
 static void free_val(struct kvj_writer *w, struct kvj_val *v)
 {
-    if (!v)
+    if (!v || freed_already(w, v))
         return;
     if (v->type == KVJ_HASH && v->hash) {
         free_table(w, v->hash);
@@ -330,6 +346,12 @@ static int recover(struct kvj_writer *w)
 {
     struct kvj_log *L = &w->st->log;
     w->st->recoveries++;
+    w->recovering = 1;
+    if (L->freeing) { /* nothing allocated since: a second seg_free is refused, harmless */
+        release(L->freeing);
+        order();
+        L->freeing = NULL;
+    }
     switch (L->state) {
     case KVJ_ARMED:
         if (*L->slot == L->after) {
@@ -392,7 +414,11 @@ int kvj_prepare(struct kvj_writer *w)
         if (w->st->magic != KVJ_MAGIC)
             return exomem_set_error(EXO_ECORRUPT, "kvjmp: the segment's root is not a store");
     }
-    return w->st->log.state == KVJ_IDLE ? 0 : recover(w);
+    if (w->st->log.state == KVJ_IDLE)
+        return 0;
+    int rc = recover(w);
+    w->recovering = 0;
+    return rc;
 }
 
 /* Insert entry e (key not present) or replace its value; may grow the table. */
