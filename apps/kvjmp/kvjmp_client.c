@@ -27,13 +27,20 @@ static int names(const char *name, char seg[], char ro[], char rw[])
 
 int kvjmp_create(const char *name, uint64_t base, uint64_t size)
 {
+    return kvjmp_create_ex(name, base, size, 0);
+}
+
+int kvjmp_create_ex(const char *name, uint64_t base, uint64_t size, unsigned flags)
+{
     char seg[EXOMEM_NAME_MAX + 1], ro[EXOMEM_NAME_MAX + 1], rw[EXOMEM_NAME_MAX + 1];
     int rc = names(name, seg, ro, rw);
     if (rc)
         return rc;
     segid_t sid = 0;
     vasid_t vro = 0, vrw = 0;
-    if ((rc = seg_alloc(seg, base, size, 0600, &sid)) != 0)
+    struct seg_opts opts = { .page_size = SEG_PAGE_4K,
+                             .flags = (flags & KVJMP_THP) ? SEG_THP : 0 };
+    if ((rc = seg_alloc_ex(seg, base, size, 0600, &opts, &sid)) != 0)
         return rc;
     if ((rc = vas_create(ro, 0600, &vro)) == 0 && (rc = vas_create(rw, 0600, &vrw)) == 0 &&
         (rc = seg_attach(vro, sid, SEG_RDONLY)) == 0 && (rc = seg_attach(vrw, sid, SEG_RDWR)) == 0)

@@ -1,7 +1,9 @@
 /* kvjmp: make, serve, check or query a key-value store that clients jump into.
  *
- *   kvjmp create NAME [BASE [SIZE]]   segment at BASE (default 0x600000000000), SIZE bytes
- *                                     (default 1 GiB; suffixes K, M, G)
+ *   kvjmp create NAME [BASE [SIZE]] [thp]
+ *                                     segment at BASE (default 0x600000000000), SIZE bytes
+ *                                     (default 1 GiB; suffixes K, M, G); thp: on
+ *                                     transparent huge pages (KVJMP_THP)
  *   kvjmp destroy NAME
  *   kvjmp serve NAME SOCKET           a RESP server for redis-cli/redis-benchmark (SIGINT,
  *                                     SIGTERM stop it)
@@ -44,7 +46,7 @@ static uint64_t parse_size(const char *s)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: kvjmp create NAME [BASE [SIZE]] | destroy NAME | serve NAME SOCKET"
+    fprintf(stderr, "usage: kvjmp create NAME [BASE [SIZE]] [thp] | destroy NAME | serve NAME SOCKET"
                     " | check NAME | cmd NAME COMMAND [ARG...]\n");
     return 2;
 }
@@ -61,10 +63,15 @@ int main(int argc, char **argv)
         return usage();
     const char *op = argv[1], *name = argv[2];
     int rc;
-    if (strcmp(op, "create") == 0 && argc <= 5) {
+    if (strcmp(op, "create") == 0 && argc <= 6) {
+        unsigned flags = 0;
+        if (argc > 3 && strcmp(argv[argc - 1], "thp") == 0) {
+            flags = KVJMP_THP;
+            argc--;
+        }
         uint64_t base = argc > 3 ? parse_size(argv[3]) : UINT64_C(0x600000000000);
         uint64_t size = argc > 4 ? parse_size(argv[4]) : UINT64_C(1) << 30;
-        return (rc = kvjmp_create(name, base, size)) ? failed(op, rc) : 0;
+        return (rc = kvjmp_create_ex(name, base, size, flags)) ? failed(op, rc) : 0;
     }
     if (strcmp(op, "destroy") == 0 && argc == 3)
         return (rc = kvjmp_destroy(name)) ? failed(op, rc) : 0;

@@ -16,7 +16,10 @@ TIMEOUT = 600
 
 INTRO = (
     "kvjmp keeps strings, counters and hashes in a hash table inside one lockable 1 GiB "
-    "segment at a 1 GiB-aligned base; there is no server: a client process switches into the "
+    "segment at a 1 GiB-aligned base, on transparent huge pages (a client that mixes GET and "
+    "SET switches between a read-only and a read-write attachment of the segment, which "
+    "changes the protection of every page-table entry of it: ~50 ms per switch on 4 KiB "
+    "pages, see docs/spacejmp.md); there is no server: a client process switches into the "
     "store's read-only VAS (shared segment lock) for GET and into its read-write VAS "
     "(exclusive lock) for SET, runs the command on the table itself, and switches home again "
     "&mdash; two vas_switch calls per request, as in the paper's Redis<sub>JMP</sub>. The "
