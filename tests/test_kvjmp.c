@@ -201,6 +201,38 @@ static int connect_retry(const char *sock)
     exit(1);
 }
 
+/* Redis's own tools against kvjmp's server: redis-cli's answers, and redis-benchmark runs
+ * to the end (it asks CONFIG GET save/appendonly first, then pipelines GET and SET). */
+static void redis_tools(const char *sock)
+{
+    char cmd[1600], out[256] = "";
+    if (system("command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null") != 0) {
+        fprintf(stderr, "NOTE: redis-cli or redis-benchmark missing: their run is left out\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "redis-cli -s %s SET tool 'from redis-cli' && redis-cli -s %s GET tool"
+             " && redis-cli -s %s INCR toolctr && redis-cli -s %s MGET tool nope", sock, sock,
+             sock, sock);
+    FILE *f = popen(cmd, "r");
+    CHECK(f != NULL);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    CHECK_EQ(pclose(f), 0);
+    if (strcmp(out, "OK\nfrom redis-cli\n1\nfrom redis-cli\n\n") != 0) {
+        fprintf(stderr, "redis-cli printed:\n%s", out);
+        exit(1);
+    }
+    snprintf(cmd, sizeof cmd, "redis-benchmark -s %s -t get,set -n 400 -c 4 -P 4 -r 50 --csv", sock);
+    f = popen(cmd, "r");
+    CHECK(f != NULL);
+    int rows = 0;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        rows += strncmp(line, "\"SET\"", 5) == 0 || strncmp(line, "\"GET\"", 5) == 0;
+    CHECK_EQ(pclose(f), 0);
+    CHECK_EQ(rows, 2);
+}
+
 static void answers(const char *root)
 {
     struct peers p = { .redis_fd = -1 };
@@ -252,6 +284,7 @@ static void answers(const char *root)
     CHECK_EQ(kvjmp_del(p.direct, "hb", 2), 1);
     CHECK_EQ(kvjmp_del(p.direct, "hb", 2), 0);
 
+    redis_tools(sock);
     close(p.server_fd);
     server_stop = 1;
     kill(server_pid, SIGTERM);
