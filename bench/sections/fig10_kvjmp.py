@@ -140,6 +140,7 @@ def redis_benchmark_table(entries):
 def plot(entries, path):
     plt = report.pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig.subplots_adjust(wspace=0.3)
     clients = distinct(entries, "clients")
     for ax, pct, what in ((axes[0], 0, "GET"), (axes[1], 100, "SET")):
         for store in ("kvjmp", "redis-server"):
@@ -154,6 +155,7 @@ def plot(entries, path):
         ax.set_xlabel("clients")
         ax.set_ylabel("requests/s (all clients)")
         ax.set_xticks(clients)
+        ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.4)
         ax.legend(fontsize=8)
     ax = axes[2]
@@ -169,6 +171,7 @@ def plot(entries, path):
     ax.set_title("(c) throughput vs share of SET, 4 B values")
     ax.set_xlabel("% SET")
     ax.set_ylabel("requests/s")
+    ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.4)
     ax.legend(fontsize=8)
     fig.savefig(path, dpi=100, bbox_inches="tight")  # tight: three panels' labels fit
