@@ -8,7 +8,8 @@
  * table itself and switches home again. Read-only commands (GET, MGET, EXISTS, HGET) take
  * the segment's lock shared, so readers run in parallel; writers (SET, DEL, INCR, HSET) take
  * it exclusively, and only they grow (rehash) a table. A reply is built in the client's own
- * memory (its scratch, outside the segment), so a GET needs no write access.
+ * memory (its scratch: the caller's buffer, outside the segment), so a GET needs no write
+ * access.
  *
  * Crash consistency: every change is prepared off to the side and published with one aligned
  * pointer (or counter) store, after an intent record in the store says what is being done.

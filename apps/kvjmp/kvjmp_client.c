@@ -105,7 +105,6 @@ int kvjmp_close(struct kvjmp *c)
         int r2 = vas_detach(c->ro);
         rc = rc ? rc : r2;
     }
-    kvjmp_buf_free(&c->scratch);
     free(c);
     return rc;
 }

@@ -97,7 +97,6 @@ struct kvjmp {
     vhandle_t ro, rw;
     struct kvj_store *st; /* cached once the table exists (its address never changes) */
     uint64_t crash_at;    /* test hook: steps left until SIGKILL (0: off) */
-    struct kvjmp_buf scratch;
 };
 
 /* kvjmp_table.c: everything below needs the write lock (the rw VAS switched in), except
