@@ -8,11 +8,13 @@
  *    test hook) and at random moments (kill -9 from outside) leaves a store whose invariants
  *    hold, where every key has its old or its new value, and whose heap leaked at most one
  *    allocation per kill;
- *  - concurrency: client processes doing INCR while others read: the final counts exact.
+ *  - concurrency: client processes doing INCR while others read: the final counts exact;
+ *    while one client is inside the read-only VAS another can read but not write.
  * Client processes are fork()ed from a parent that has the store attached (a child keeps
  * the attachments and takes locks of its own). */
 #include "harness.h"
 #include "kvjmp.h"
+#include "kvjmp_int.h" /* lock_modes() holds a switch open */
 #include "redis_fixture.h"
 
 #include <signal.h>
@@ -582,6 +584,44 @@ static void concurrent_incr(void)
     CHECK_OK(kvjmp_destroy("conc"));
 }
 
+/* Readers share the store, a writer has it alone: while one process is switched into the
+ * read-only VAS, another can read, and cannot get into the read-write VAS. */
+static void lock_modes(void)
+{
+    CHECK_OK(kvjmp_create("locks", test_base(4), 16 * MIB));
+    struct kvjmp *c;
+    CHECK_OK(kvjmp_open("locks", &c));
+    CHECK_OK(kvjmp_set(c, "k", 1, "v", 1));
+    int go[2], done[2];
+    CHECK(pipe(go) == 0 && pipe(done) == 0);
+    fflush(NULL);
+    pid_t reader = fork();
+    CHECK(reader >= 0);
+    if (reader == 0) { /* inside the read-only VAS until told to leave */
+        alarm(20);
+        const struct kvj_store *st;
+        char b = 1;
+        if (kvjmp_enter_read(c, &st) != 0 || write(go[1], &b, 1) != 1 || read(done[0], &b, 1) != 1)
+            _exit(2);
+        _exit(kvjmp_leave(c) == 0 ? 0 : 3);
+    }
+    char b;
+    CHECK_EQ(read(go[0], &b, 1), 1);
+    char buf[8];
+    size_t n = 0;
+    CHECK_EQ(kvjmp_get(c, "k", 1, buf, sizeof buf, &n), 1);    /* a second reader gets in */
+    CHECK_ERR(vas_try_switch(c->rw), EXO_EBUSY);                /* a writer does not */
+    CHECK_EQ(vas_current(), VAS_HOME);
+    CHECK_EQ(write(done[1], &b, 1), 1);
+    int status;
+    CHECK(waitpid(reader, &status, 0) == reader);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_OK(kvjmp_set(c, "k", 1, "w", 1));                     /* now the writer does */
+    close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+    CHECK_OK(kvjmp_close(c));
+    CHECK_OK(kvjmp_destroy("locks"));
+}
+
 int main(void)
 {
     const char *root = test_root_setup();
@@ -589,5 +629,6 @@ int main(void)
     answers(root);
     crashes();
     concurrent_incr();
+    lock_modes();
     return 0;
 }
