@@ -1,7 +1,7 @@
 /* kvjmp: make, serve, check or query a key-value store that clients jump into.
  *
  *   kvjmp create NAME [BASE [SIZE]] [thp]
- *                                     segment at BASE (default 0x600000000000), SIZE bytes
+ *                                     segment at BASE (default 0x3c0000000000), SIZE bytes
  *                                     (default 1 GiB; suffixes K, M, G); thp: on
  *                                     transparent huge pages (KVJMP_THP)
  *   kvjmp destroy NAME
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
             flags = KVJMP_THP;
             argc--;
         }
-        uint64_t base = argc > 3 ? parse_size(argv[3]) : UINT64_C(0x600000000000);
+        uint64_t base = argc > 3 ? parse_size(argv[3]) : UINT64_C(0x3c0000000000);
         uint64_t size = argc > 4 ? parse_size(argv[4]) : UINT64_C(1) << 30;
         return (rc = kvjmp_create_ex(name, base, size, flags)) ? failed(op, rc) : 0;
     }
