@@ -478,7 +478,13 @@ def paper_section(paper, where):
     if paper in PAPER_SECTION:
         return PAPER_SECTION[paper]
     return next((s for pp, place, s in SECTION_BY_PAPER_PLACE
-                 if pp == paper and str(where).startswith(place)), "other")
+                 if pp == paper and place_matches(str(where), place)), "other")
+
+
+def place_matches(where, place):
+    """Does `where` name `place`? A prefix that ends where a number ends: "Figure 1, quoted"
+    is Figure 1; "Figure 10" and "Figure 12" are not."""
+    return where.startswith(place) and not where[len(place):len(place) + 1].isdigit()
 
 
 def write_outputs(out, machine, entries, runs, targets, papers):
@@ -649,6 +655,8 @@ def selftest():
     check(paper_section("spacejmp", "Figure 1, quoted in Section 2.4") == "fig1" and
           paper_section("hybrid-segmentation", "Figure 5, Section 4.2.1") == "fig5" and
           paper_section("hybrid-segmentation", "Figure 1") == "other" and
+          paper_section("spacejmp", "Figure 10") != "fig1" and
+          paper_section("spacejmp", "Figure 12, caption") != "fig1" and
           paper_section("carat", "Table 2") == "other" and
           paper_section("avm", "AVM, Figure 1") == PAPER_SECTION["avm"] != "fig1",
           "paper numbers are routed by paper and place, not by place alone")
