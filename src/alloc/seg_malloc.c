@@ -6,6 +6,7 @@
  * under it, and the lookup itself takes no lock in the common case. Opening an already
  * formatted heap only validates a few header fields. */
 #include "alloc/heap.h"
+#include "alloc/thread_cache.h"
 #include "internal.h"
 #include "vas/view.h"
 
@@ -44,8 +45,8 @@ static int heap_of(const struct exo_view *v, segid_t sid, bool need_write, struc
     return 0;
 }
 
-/* The writable heap in view v that handed out p. */
-static int heap_at(const struct exo_view *v, const void *p, struct exo_heap **h)
+/* The writable heap in view v that handed out p, and its segment. */
+static int heap_at(const struct exo_view *v, const void *p, struct exo_heap **h, segid_t *sid)
 {
     const struct exo_view_seg *vs;
     if (exo_view_find_at(v, p, &vs))
@@ -59,6 +60,7 @@ static int heap_at(const struct exo_view *v, const void *p, struct exo_heap **h)
     if (!exo_heap_owns(*h, p))
         return exo_fail(EXO_EINVAL, "%p is in segment %" PRIu64 " but not in its heap", p,
                         vs->sid);
+    *sid = vs->sid;
     return 0;
 }
 
@@ -90,7 +92,7 @@ static void *malloc_in(const struct exo_view *v, segid_t sid, size_t size)
     int rc = heap_of(v, sid, true, &h, NULL);
     if (rc)
         return alloc_failed(rc);
-    void *p = exo_heap_malloc(h, size, &rc);
+    void *p = exo_tcache_malloc(v, h, sid, size, &rc);
     if (!p)
         return alloc_failed(heap_failed(sid, rc, size));
     return p;
@@ -151,7 +153,8 @@ EXO_API void *seg_realloc(void *p, size_t size)
         return alloc_failed(exo_fail(EXO_EINVAL, "seg_realloc of NULL: use seg_malloc"));
     const struct exo_view *v = exo_view_enter();
     struct exo_heap *h;
-    int rc = heap_at(v, p, &h);
+    segid_t sid;
+    int rc = heap_at(v, p, &h, &sid);
     void *q = NULL;
     if (rc) {
         alloc_failed(rc);
@@ -171,9 +174,10 @@ EXO_API int seg_free(void *p)
         return 0;
     const struct exo_view *v = exo_view_enter();
     struct exo_heap *h;
-    int rc = heap_at(v, p, &h);
+    segid_t sid;
+    int rc = heap_at(v, p, &h, &sid);
     if (!rc) {
-        rc = exo_heap_free(h, p);
+        rc = exo_tcache_free(v, h, sid, p);
         if (rc == -EXO_EINVAL)
             rc = exo_fail(EXO_EINVAL, "seg_free(%p): not a live allocation (double free?)", p);
         else if (rc)
@@ -233,6 +237,8 @@ EXO_API int seg_heap_stats(segid_t sid, struct seg_heap_stats *st)
     int rc = heap_of(v, sid, false, &h, &writable);
     if (!rc) {
         memset(st, 0, sizeof *st);
+        if (h && writable)
+            exo_tcache_flush(h, sid);   /* this thread's cached chunks count as free anyway */
         if (h)   /* else read-only and never formatted: an empty heap */
             rc = writable ? exo_heap_check(h, st) : exo_heap_check_nolock(h, st);
         if (rc)

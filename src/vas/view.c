@@ -132,6 +132,16 @@ const struct exo_view *exo_view_enter(void)
     return &snap;
 }
 
+int exo_view_enter_locked(struct exo_view *buf, bool try_only)
+{
+    struct space *s = exo_space();
+    if (try_only ? pthread_mutex_trylock(&s->lock) != 0 : pthread_mutex_lock(&s->lock) != 0)
+        return -EXO_EBUSY;
+    me_locked = true;
+    take_snapshot(s, buf, GEN_NONE);
+    return 0;
+}
+
 void exo_view_leave(const struct exo_view *v)
 {
     (void)v;

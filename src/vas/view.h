@@ -40,6 +40,11 @@ struct exo_view {
 const struct exo_view *exo_view_enter(void);
 void exo_view_leave(const struct exo_view *v);
 
+/* Enter through the space mutex always, with the snapshot in *buf (for a thread's exit,
+ * when its fast-path slot may be gone already). With try_only, -EXO_EBUSY instead of
+ * waiting for the mutex. Leave with exo_view_leave(buf). */
+int exo_view_enter_locked(struct exo_view *buf, bool try_only);
+
 /* Where segment sid is in view v: -EXO_ENOTMAPPED if not visible. */
 int exo_view_find(const struct exo_view *v, segid_t sid, const struct exo_view_seg **out);
 /* The visible segment that contains address p: -EXO_ENOTMAPPED if none. */
