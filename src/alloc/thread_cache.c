@@ -33,7 +33,8 @@ struct thread_caches {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static uint64_t owner;   /* this process: pid << 32 | low bits of its start time */
-static _Thread_local struct thread_caches *mine;
+/* Initial-exec: no __tls_get_addr() call on the fast path. */
+static _Thread_local struct thread_caches *mine __attribute__((tls_model("initial-exec")));
 
 static void set_owner(void)
 {

@@ -21,7 +21,8 @@ struct reader {
     atomic_uint inside;
     atomic_int used;
     struct reader *next;
-} __attribute__((aligned(64)));   /* one cache line each: readers never share one */
+    struct exo_view snap;          /* the thread's snapshot */
+} __attribute__((aligned(64)));   /* own cache lines: readers never share one */
 
 #define GEN_NONE UINT64_MAX        /* odd: a snapshot no generation matches */
 
@@ -34,9 +35,13 @@ static _Atomic(struct reader *) readers;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t reader_key;
 
-static _Thread_local struct reader *me;
-static _Thread_local bool me_locked;   /* this call holds the space mutex */
-static _Thread_local struct exo_view snap = {.gen = GEN_NONE};
+/* Initial-exec: a plain %fs-relative load on the fast path, not a __tls_get_addr() call
+ * (a few bytes of the static TLS surplus if the library is dlopen()ed). */
+#define TLS_FAST __attribute__((tls_model("initial-exec")))
+static _Thread_local struct reader *me TLS_FAST;
+static _Thread_local bool me_locked TLS_FAST;   /* this call holds the space mutex */
+/* The snapshot of a thread without a slot (out of memory), used under the mutex only. */
+static _Thread_local struct exo_view fallback_snap;
 
 static inline void cpu_relax(void)
 {
@@ -74,6 +79,7 @@ static struct reader *my_slot(void)
         if (!r)
             return NULL;
         memset(r, 0, sizeof *r);
+        r->snap.gen = GEN_NONE;
         atomic_store(&r->used, 1);
         r->next = atomic_load(&readers);
         while (!atomic_compare_exchange_weak(&readers, &r->next, r))
@@ -119,17 +125,18 @@ const struct exo_view *exo_view_enter(void)
     struct reader *r = my_slot();
     if (r) {
         atomic_store(&r->inside, 1);
-        if (atomic_load(&view_gen) == snap.gen)
-            return &snap;
+        if (atomic_load(&view_gen) == r->snap.gen)
+            return &r->snap;
         atomic_store_explicit(&r->inside, 0, memory_order_release);
     }
     /* A change is under way or the snapshot is old: read the view under the mutex, which
      * this call keeps (the generation may be odd, so the snapshot is not trusted later). */
+    struct exo_view *v = r ? &r->snap : &fallback_snap;
     struct space *s = exo_space();
     pthread_mutex_lock(&s->lock);
     me_locked = true;
-    take_snapshot(s, &snap, atomic_load(&view_gen));
-    return &snap;
+    take_snapshot(s, v, atomic_load(&view_gen));
+    return v;
 }
 
 int exo_view_enter_locked(struct exo_view *buf, bool try_only)
