@@ -36,12 +36,16 @@ static uint64_t owner;   /* this process: pid << 32 | low bits of its start time
 /* Initial-exec: no __tls_get_addr() call on the fast path. */
 static _Thread_local struct thread_caches *mine __attribute__((tls_model("initial-exec")));
 
+/* Without its start time another process could not tell this one alive, and might take
+ * back its cached chunks: then nothing is cached (owner 0). */
 static void set_owner(void)
 {
     int pid = exo_os_pid();
     uint64_t start = 0;
-    exo_os_process_start(pid, &start);
-    owner = (uint64_t)(uint32_t)pid << 32 | (uint32_t)start;
+    if (exo_os_process_start(pid, &start) == 0)
+        owner = (uint64_t)(uint32_t)pid << 32 | (uint32_t)start;
+    else
+        owner = 0;
 }
 
 static void give_back(struct cache *c)
@@ -110,12 +114,14 @@ static struct cache *cache_of(const struct exo_view *v, struct exo_heap *h, segi
 {
     struct thread_caches *t = mine;
     if (t) {
+        if (!owner)
+            return NULL;   /* a fork child that could not name itself */
         struct cache *c = &t->c[t->last];
         if (c->h == h && c->sid == sid)
             return c;
     } else {
         pthread_once(&once, init);
-        if (!(t = calloc(1, sizeof *t)))
+        if (!owner || !(t = calloc(1, sizeof *t)))
             return NULL;
         pthread_setspecific(key, t);
         mine = t;
