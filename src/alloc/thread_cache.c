@@ -74,6 +74,7 @@ static void give_back_visible(struct thread_caches *t, const struct exo_view *v)
 
 static void thread_exit(void *arg)
 {
+    mine = NULL;   /* a later destructor that allocates gets a fresh cache */
     struct exo_view v;
     if (exo_view_enter_locked(&v, false) == 0) {
         give_back_visible(arg, &v);

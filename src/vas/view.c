@@ -50,8 +50,11 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The thread exits: its slot is free for the next thread. A later destructor that calls
+ * the allocator takes a slot again (and this runs once more for it). */
 static void reader_exit(void *r)
 {
+    me = NULL;
     atomic_store_explicit(&((struct reader *)r)->inside, 0, memory_order_release);
     atomic_store_explicit(&((struct reader *)r)->used, 0, memory_order_release);
 }
