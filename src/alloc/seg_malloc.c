@@ -152,8 +152,8 @@ EXO_API void *seg_realloc(void *p, size_t size)
     if (!p)
         return alloc_failed(exo_fail(EXO_EINVAL, "seg_realloc of NULL: use seg_malloc"));
     const struct exo_view *v = exo_view_enter();
-    struct exo_heap *h;
-    segid_t sid;
+    struct exo_heap *h = NULL;
+    segid_t sid = 0;   /* set by heap_at() when it returns 0 (-O3 cannot see that) */
     int rc = heap_at(v, p, &h, &sid);
     void *q = NULL;
     if (rc) {
@@ -173,8 +173,8 @@ EXO_API int seg_free(void *p)
     if (!p)
         return 0;
     const struct exo_view *v = exo_view_enter();
-    struct exo_heap *h;
-    segid_t sid;
+    struct exo_heap *h = NULL;
+    segid_t sid = 0;   /* set by heap_at() when it returns 0 (-O3 cannot see that) */
     int rc = heap_at(v, p, &h, &sid);
     if (!rc) {
         rc = exo_tcache_free(v, h, sid, p);
