@@ -1,9 +1,9 @@
 /* The allocator's lock-free paths under stress: seg_malloc/seg_free in several threads while
  * another thread switches the VAS out and in (a call either works or fails cleanly, never
- * touches an unmapped heap; a switch waits for a call under way), thread caches given back when threads exit, another process
- * that sees this process's cached chunks as freed, and processes killed with -9 holding
- * cached chunks (with and without the heap's mutex): the heap stays consistent and every
- * byte comes back. */
+ * touches an unmapped heap; a switch waits for a call under way), thread caches given back
+ * when threads exit, another process that sees this process's cached chunks as freed, two
+ * processes in one heap at once, and processes killed with -9 holding cached chunks (with
+ * and without the heap's mutex): the heap stays consistent and every byte comes back. */
 #include "alloc/heap.h"
 #include "vas/view.h"
 #include "harness.h"
@@ -13,7 +13,9 @@
 #include <stdatomic.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SEG_SIZE (UINT64_C(8) << 20)
 #define WORKERS 3
@@ -163,6 +165,56 @@ static void test_other_process(void)
     CHECK_OK(vas_switch(VAS_HOME));
 }
 
+/* Two processes in the same heap at once (segment locks off, as for measurements): each
+ * thread cache works beside the other process's locked heap calls and stashes. */
+static void churn_shared(uint64_t seed)
+{
+    int off = 0;
+    CHECK_OK(vas_ctl(VAS_CTL_SET_LOCKING, 0, &off));
+    CHECK_OK(vas_switch(vh));
+    uint64_t rng = seed;
+    void *slot[SLOTS] = {0};
+    for (int i = 0; i < 100000; i++) {
+        unsigned k = (unsigned)(rng % SLOTS);
+        if (slot[k]) {
+            CHECK_OK(seg_free(slot[k]));
+            slot[k] = NULL;
+        } else {
+            size_t n = size_of(&rng);
+            CHECK((slot[k] = seg_malloc(sid, n % 7 == 0 ? n * 4 : n)) != NULL);
+            memset(slot[k], (int)k, 16);
+        }
+    }
+    for (int k = 0; k < SLOTS; k++)
+        CHECK_OK(seg_free(slot[k]));
+    stats();   /* consistent, with the other process's cache counted as free */
+    CHECK_OK(vas_switch(VAS_HOME));
+}
+
+static void test_two_processes(void)
+{
+    pid_t kid[2];
+    for (int i = 0; i < 2; i++) {
+        fflush(NULL);
+        kid[i] = fork();
+        CHECK(kid[i] >= 0);
+        if (kid[i] == 0) {
+            churn_shared((uint64_t)i * 977 + 5);
+            fflush(NULL);
+            _exit(0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        int status;
+        CHECK(waitpid(kid[i], &status, 0) == kid[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    CHECK_OK(vas_switch(vh));
+    struct seg_heap_stats st = stats();
+    CHECK_EQ(st.allocations, 0);
+    CHECK_OK(vas_switch(VAS_HOME));
+}
+
 /* A fork child that fills its thread cache, checks that the heap counts the cached chunks as
  * free, and is killed; holding the heap's mutex (with its free lists dropped) when asked. */
 static void die_with_cache(void *hold)
@@ -236,6 +288,7 @@ int main(void)
     test_switch_waits();
     test_switch_race();
     test_other_process();
+    test_two_processes();
     test_killed();
 
     CHECK_OK(vas_detach(vh));
