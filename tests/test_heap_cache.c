@@ -23,9 +23,13 @@
 #define SWITCH_ROUNDS 400
 
 static segid_t sid;
+static vasid_t vid;
 static vhandle_t vh;
 static atomic_int stop, ready;
 static atomic_long refused;   /* calls that failed because the VAS was switched out */
+
+#define CHECK_ALLOC_FAILS(expr, code) do { void *_p = (expr); CHECK(_p == NULL); \
+    CHECK_EQ(seg_heap_last_code(), -(code)); } while (0)
 
 static size_t size_of(uint64_t *rng)
 {
@@ -35,12 +39,6 @@ static size_t size_of(uint64_t *rng)
     return 16 + (size_t)(*rng % 3000);
 }
 
-static struct seg_heap_stats stats(void)
-{
-    struct seg_heap_stats st;
-    CHECK_OK(seg_heap_stats(sid, &st));
-    return st;
-}
 
 /* Allocate and free at random until told to stop; then free what is left (the VAS is
  * switched in again by then). Counts calls that worked. */
@@ -75,6 +73,27 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static struct seg_heap_stats stats(void)
+{
+    struct seg_heap_stats st;
+    CHECK_OK(seg_heap_stats(sid, &st));
+    return st;
+}
+
+/* The parent's threads that were inside an allocator call at the fork do not exist here:
+ * a switch must not wait for them. */
+static void forked_mid_call(void *arg)
+{
+    (void)arg;
+    CHECK_OK(vas_switch(vh));
+    void *p = seg_malloc(sid, 100);
+    CHECK(p != NULL);
+    CHECK_OK(seg_free(p));
+    stats();   /* gives this thread's cache back: _exit() will not */
+    CHECK_OK(vas_switch(VAS_HOME));
+    CHECK_ALLOC_FAILS(seg_malloc(sid, 100), EXO_ENOTMAPPED);
+}
+
 static void test_switch_race(void)
 {
     CHECK_OK(vas_switch(vh));
@@ -89,6 +108,12 @@ static void test_switch_race(void)
     for (int r = 0; r < SWITCH_ROUNDS || (atomic_load(&refused) < 1000 && time(NULL) - t0 < 3);
          r++) {
         CHECK_OK(vas_switch(VAS_HOME));
+        if (r % 100 == 50) {   /* detach and attach again, the heap's segment goes too */
+            CHECK_OK(vas_detach(vh));
+            CHECK_OK(vas_attach(vid, &vh));
+        }
+        if (r == 20)   /* a child forked while the workers are inside calls */
+            CHECK_EQ(test_in_child(forked_mid_call, NULL), 0);
         CHECK_OK(vas_switch(vh));
     }
     atomic_store(&stop, 1);
@@ -279,7 +304,6 @@ static void test_killed(void)
 int main(void)
 {
     test_root_setup();
-    vasid_t vid;
     CHECK_OK(seg_alloc("tc0", test_base(0), SEG_SIZE, 0600, &sid));
     CHECK_OK(vas_create("tc", 0600, &vid));
     CHECK_OK(seg_attach(vid, sid, SEG_RDWR));
