@@ -742,8 +742,9 @@ int exo_heap_stash(struct exo_heap *h, void *p, uint64_t owner, void *lists[], s
     W((char *)p + 8) = (uintptr_t)lists[sz / 16];
     /* One winner if two threads free p at once (the loser sees a non-live chunk). */
     uint64_t live = t;
+    /* Release: whoever sees the mark (a reclaim in another process) sees the owner too. */
     if (!__atomic_compare_exchange_n((word_t *)(void *)c, &live, t | TAG_STASHED, false,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         return -EXO_EINVAL;
     lists[sz / 16] = p;
     return 1;
