@@ -62,12 +62,13 @@ static void give_back(struct cache *c)
 static void give_back_visible(struct thread_caches *t, const struct exo_view *v)
 {
     for (unsigned i = 0; i < CACHES; i++) {
-        const struct exo_view_seg *vs;
         struct cache *c = &t->c[i];
-        if (c->h && exo_view_find(v, c->sid, &vs) == 0 && vs->writable &&
-            (uintptr_t)c->h == vs->base) {
-            give_back(c);
-            c->h = NULL;
+        for (unsigned k = 0; c->h && k < v->nsegs; k++) {   /* no exo_fail() on a miss */
+            const struct exo_view_seg *vs = &v->segs[k];
+            if (vs->sid == c->sid && vs->writable && (uintptr_t)c->h == vs->base) {
+                give_back(c);
+                c->h = NULL;
+            }
         }
     }
 }
