@@ -2,8 +2,9 @@
  * another thread switches the VAS out and in (a call either works or fails cleanly, never
  * touches an unmapped heap; a switch waits for a call under way), thread caches given back
  * when threads exit, another process that sees this process's cached chunks as freed, two
- * processes in one heap at once, and processes killed with -9 holding cached chunks (with
- * and without the heap's mutex): the heap stays consistent and every byte comes back. */
+ * processes in one heap at once, more heaps than a thread caches, and processes killed with
+ * -9 holding cached chunks (with and without the heap's mutex): the heap stays consistent
+ * and every byte comes back. */
 #include "alloc/heap.h"
 #include "vas/view.h"
 #include "harness.h"
@@ -159,6 +160,47 @@ static void test_switch_waits(void)
     CHECK(test_faults((const void *)(uintptr_t)test_base(0), 0));   /* now it is gone */
 }
 
+/* More heaps than a thread keeps caches for: each call still works, and every heap gets
+ * all its bytes back. */
+#define MANY 6
+
+static void test_many_heaps(void)
+{
+    vasid_t mv;
+    vhandle_t mh;
+    segid_t ms[MANY];
+    CHECK_OK(vas_create("many", 0600, &mv));
+    for (int i = 0; i < MANY; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "many%d", i);
+        CHECK_OK(seg_alloc(name, test_base(1 + i), SEG_SIZE, 0600, &ms[i]));
+        CHECK_OK(seg_attach(mv, ms[i], SEG_RDWR));
+    }
+    CHECK_OK(vas_attach(mv, &mh));
+    CHECK_OK(vas_switch(mh));
+    void *p[MANY][8];
+    uint64_t rng = 3;
+    for (int round = 0; round < 50; round++) {
+        for (int i = 0; i < MANY; i++)
+            for (int k = 0; k < 8; k++)
+                CHECK((p[i][k] = seg_malloc(ms[i], size_of(&rng))) != NULL);
+        for (int k = 0; k < 8; k++)
+            for (int i = 0; i < MANY; i++)
+                CHECK_OK(seg_free(p[i][k]));
+    }
+    for (int i = 0; i < MANY; i++) {
+        struct seg_heap_stats st;
+        CHECK_OK(seg_heap_stats(ms[i], &st));
+        CHECK_EQ(st.allocations, 0);
+        CHECK_EQ(st.free_chunks, 1);
+    }
+    CHECK_OK(vas_switch(VAS_HOME));
+    CHECK_OK(vas_detach(mh));
+    CHECK_OK(vas_delete(mv));
+    for (int i = 0; i < MANY; i++)
+        CHECK_OK(seg_delete(ms[i]));
+}
+
 /* ---- other processes ---- */
 
 static void *parked;   /* freed by the parent, so in its thread cache */
@@ -311,6 +353,7 @@ int main(void)
 
     test_switch_waits();
     test_switch_race();
+    test_many_heaps();
     test_other_process();
     test_two_processes();
     test_killed();

@@ -110,8 +110,17 @@ static void init(void)
     atexit(process_exit);
 }
 
-/* The calling thread's cache for h, made (over one whose heap is visible, or a free slot)
- * when it has none; NULL when every slot holds a heap not visible now, or out of memory. */
+static bool cache_empty(const struct cache *c)
+{
+    for (unsigned k = 0; k < NCLASSES; k++)
+        if (c->lists[k])
+            return false;
+    return true;
+}
+
+/* The calling thread's cache for h, made (in a free slot, or over an empty cache or one
+ * whose heap is visible and can take its chunks back) when it has none; NULL when every
+ * slot holds chunks of a heap not visible now, or out of memory. */
 static struct cache *cache_of(const struct exo_view *v, struct exo_heap *h, segid_t sid)
 {
     struct thread_caches *t = mine;
@@ -141,7 +150,7 @@ static struct cache *cache_of(const struct exo_view *v, struct exo_heap *h, segi
     if (!spare) {
         give_back_visible(t, v);   /* caches of heaps this call could reach */
         for (unsigned i = 0; i < CACHES && !spare; i++)
-            if (!t->c[i].h)
+            if (!t->c[i].h || cache_empty(&t->c[i]))
                 spare = &t->c[i];
         if (!spare)
             return NULL;
