@@ -13,9 +13,11 @@
  * one and allocates a new block in its place. Sizes are uniform in 16 B..4 KiB, and 1% up to
  * 64 KiB. The size and slot sequences are drawn once up front (per thread), so every
  * allocator does exactly the same work. Unit: million operations (a malloc or a free) per
- * second over all threads, wall clock from a common start to the last thread's end. One JSON
- * object per line on stdout, one per repeat; messages on stderr. Everything runs in a private
- * registry under /dev/shm that is removed at the end, however the measuring process ends.
+ * second over all threads, wall clock from the first thread's start to the last one's end.
+ * The one-thread rounds run first, on the main thread, while the process has no other
+ * thread, as a single-threaded program would. One JSON object per line on stdout, one per
+ * repeat; messages on stderr. Everything runs in a private registry under /dev/shm that is
+ * removed at the end, however the measuring process ends.
  */
 #include "alloc/heap.h"
 #include "bench_util.h"
@@ -116,7 +118,7 @@ struct worker {
     const struct allocator *a;
     struct workload *w;
     pthread_barrier_t *start;
-    uint64_t end_ns;
+    uint64_t start_ns, end_ns;
 };
 
 /* Fill the working set, wait for the common start, run the steps, note the end, empty. */
@@ -128,6 +130,7 @@ static void *worker_main(void *arg)
     for (long i = 0; i < w->live; i++)
         w->objs[i] = must(a->alloc(a->ctx, w->sizes[i]), a, w->sizes[i]);
     pthread_barrier_wait(k->start);
+    k->start_ns = bench_now_ns();
     for (long i = 0; i < w->ops; i++) {
         uint32_t s = w->slots[i];
         size_t size = w->sizes[w->live + i];
@@ -140,24 +143,29 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Run the workload on `threads` threads at once; returns Mops/s over all of them. */
+/* Run the workload on `threads` threads at once; returns Mops/s over all of them, from the
+ * first thread's start to the last one's end. One thread runs on the calling thread, so that
+ * single-threaded rounds run in a process that has no other thread (glibc's malloc takes
+ * no atomic locks until a process starts its first thread). */
 static double run(const struct allocator *a, struct workload *ws, int threads)
 {
     struct worker k[MAX_THREADS];
     pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
-    for (int t = 0; t < threads; t++) {
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    for (int t = 0; t < threads; t++)
         k[t] = (struct worker){.a = a, .w = &ws[t], .start = &start};
+    for (int t = 1; t < threads; t++) {
         if (pthread_create(&k[t].tid, NULL, worker_main, &k[t]) != 0) {
             fprintf(stderr, "bench_alloc: cannot start a thread\n");
             exit(1);
         }
     }
-    pthread_barrier_wait(&start);
-    uint64_t t0 = bench_now_ns(), t1 = t0;
-    long ops = 0;
-    for (int t = 0; t < threads; t++) {
+    worker_main(&k[0]);
+    uint64_t t0 = k[0].start_ns, t1 = k[0].end_ns;
+    long ops = ws[0].ops;
+    for (int t = 1; t < threads; t++) {
         pthread_join(k[t].tid, NULL);
+        t0 = k[t].start_ns < t0 ? k[t].start_ns : t0;
         t1 = k[t].end_ns > t1 ? k[t].end_ns : t1;
         ops += ws[t].ops;
     }
@@ -255,9 +263,11 @@ static int bench_main(void)
                           (uint64_t)t + 1);
     for (int a = 0; a < n; a++)
         run(&all[a], ws[0], 1);   /* warm-up: fault in every heap's memory before measuring */
-    for (int r = 0; r < opt.repeats; r++)
-        for (size_t i = 0; i < nt; i++)
-            for (int a = 0; a < n; a++)   /* side by side: each allocator once per round */
+    /* Fewest threads first: the one-thread rounds run before the process has any thread.
+     * Side by side: each allocator once per round. */
+    for (size_t i = 0; i < nt; i++)
+        for (int r = 0; r < opt.repeats; r++)
+            for (int a = 0; a < n; a++)
                 emit(all[a].name, run(&all[a], ws[i], thread_counts[i]), thread_counts[i]);
 
     struct seg_heap_stats st;
