@@ -2,9 +2,9 @@
  * another thread switches the VAS out and in (a call either works or fails cleanly, never
  * touches an unmapped heap; a switch waits for a call under way), thread caches given back
  * when threads exit, another process that sees this process's cached chunks as freed, two
- * processes in one heap at once, more heaps than a thread caches, and processes killed with
- * -9 holding cached chunks (with and without the heap's mutex): the heap stays consistent
- * and every byte comes back. */
+ * processes in one heap at once, a full heap, more heaps than a thread caches, and processes
+ * killed with -9 holding cached chunks (with and without the heap's mutex): the heap stays
+ * consistent and every byte comes back. */
 #include "alloc/heap.h"
 #include "vas/view.h"
 #include "harness.h"
@@ -158,6 +158,28 @@ static void test_switch_waits(void)
     CHECK_EQ(pthread_join(t, NULL), 0);
     CHECK(atomic_load(&switched));
     CHECK(test_faults((const void *)(uintptr_t)test_base(0), 0));   /* now it is gone */
+}
+
+/* A request that needs the space this thread's cache holds gets it: the cache goes back to
+ * the heap before the call fails. */
+static void test_full_heap(void)
+{
+    CHECK_OK(vas_switch(vh));
+    uint64_t heap_bytes = stats().heap_bytes;
+    static void *small[SEG_SIZE / 4000];
+    size_t n = 0;
+    while (n < sizeof small / sizeof small[0] && (small[n] = seg_malloc(sid, 4000)) != NULL)
+        n++;
+    CHECK(n > 100);
+    for (size_t i = 0; i < n; i++)
+        CHECK_OK(seg_free(small[i]));   /* the last few stay in this thread's cache */
+    void *all = seg_malloc(sid, heap_bytes - 32);
+    CHECK(all != NULL);
+    CHECK_OK(seg_free(all));
+    struct seg_heap_stats st = stats();
+    CHECK_EQ(st.allocations, 0);
+    CHECK_EQ(st.free_chunks, 1);
+    CHECK_OK(vas_switch(VAS_HOME));
 }
 
 /* More heaps than a thread keeps caches for: each call still works, and every heap gets
@@ -353,6 +375,7 @@ int main(void)
 
     test_switch_waits();
     test_switch_race();
+    test_full_heap();
     test_many_heaps();
     test_other_process();
     test_two_processes();

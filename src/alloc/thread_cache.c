@@ -2,7 +2,8 @@
  *
  * Each cache has one list per 16-byte size class, linked through the stashed chunks
  * themselves (heap.c keeps the link and the owner in the payload). A list holds at most
- * CLASS_CAP chunks: past that, half of it goes back to the heap under one lock. Caches of
+ * CLASS_CAP chunks: past that, half of it goes back to the heap under one lock. (Taking more
+ * chunks of the size on a miss, under the same lock, measured no faster here.) Caches of
  * heaps that are not visible are kept (their chunks are untouchable until the segment is
  * visible again); a thread that exits, or the process at exit, gives back what is visible.
  * A fork child forgets its copy of the caches: their chunks belong to the parent. */
@@ -161,14 +162,32 @@ static struct cache *cache_of(const struct exo_view *v, struct exo_heap *h, segi
     return spare;
 }
 
+/* The heap had no room: if this thread's cache of h holds chunks, give them back (they may
+ * merge into room) and try once more. */
+static void *retry_uncached(struct exo_heap *h, segid_t sid, size_t size, int *code)
+{
+    if (code && *code != -EXO_ENOMEM)
+        return NULL;
+    struct thread_caches *t = mine;
+    for (unsigned i = 0; t && i < CACHES; i++) {
+        struct cache *c = &t->c[i];
+        if (c->h == h && c->sid == sid && !cache_empty(c)) {
+            give_back(c);
+            return exo_heap_malloc(h, size, code);
+        }
+    }
+    return NULL;
+}
+
 void *exo_tcache_malloc(const struct exo_view *v, struct exo_heap *h, segid_t sid,
                         size_t size, int *code)
 {
     size_t need = exo_heap_chunk_size(h, size);
     struct cache *c;
+    void *p;
     if (need <= EXO_HEAP_STASH_MAX && (c = cache_of(v, h, sid)) != NULL) {
         unsigned k = (unsigned)(need / 16);
-        void *p = c->lists[k];
+        p = c->lists[k];
         if (p) {
             void *next;
             if (exo_heap_unstash(h, p, owner, &next)) {
@@ -182,7 +201,8 @@ void *exo_tcache_malloc(const struct exo_view *v, struct exo_heap *h, segid_t si
             c->count[k] = 0;
         }
     }
-    return exo_heap_malloc(h, size, code);
+    p = exo_heap_malloc(h, size, code);
+    return p ? p : retry_uncached(h, sid, size, code);
 }
 
 int exo_tcache_free(const struct exo_view *v, struct exo_heap *h, segid_t sid, void *p)
