@@ -40,8 +40,7 @@ from report import fmt_bytes, fmt_num, convert as to_unit  # noqa: E402
 
 # The known programs in report order; then the programs of the section modules
 # (bench/sections/*.py); any other executable in BUILD/bench runs after them.
-KNOWN_PROGRAMS = ["bench_pagetables", "bench_ctxswitch", "bench_switch", "bench_lock",
-                  "bench_alloc"]
+KNOWN_PROGRAMS = ["bench_pagetables", "bench_ctxswitch", "bench_switch", "bench_lock"]
 
 # Report sections: (key, title). An entry lands in its program's section; a program not
 # listed here goes by the measurement's name prefix, else to "other".
@@ -49,10 +48,9 @@ SECTIONS = [
     ("fig1", "Figure 1: page-table build and removal cost"),
     ("table2", "Table 2: vas_switch cost"),
     ("lock", "Lock cost"),
-    ("alloc", "Allocator"),
 ]
 SECTION_BY_PROGRAM = {"bench_pagetables": "fig1", "bench_ctxswitch": "table2",
-                      "bench_switch": "table2", "bench_lock": "lock", "bench_alloc": "alloc"}
+                      "bench_switch": "table2", "bench_lock": "lock"}
 SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", "table2"),
                           ("vas_switch", "table2"), ("mmap_populate", "table2")]
 # (paper, where in it) a paper number comes from -> the section it is shown in. Keyed by paper

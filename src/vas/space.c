@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "seg/claims.h"
 #include "seg/vas_record.h"
+#include "vas/view.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ static void after_fork_child(void)
         exo_os_close(old);
     }
     s->current = NULL;
+    exo_view_after_fork_child();
     pthread_mutex_init(&s->lock, NULL);
 }
 
