@@ -1,0 +1,100 @@
+/* The CARAT runtime's shared state: the allocation table under one lock, the registered
+ * threads with their escape logs, and the "in the runtime" flag that keeps a stop request
+ * from parking a thread while it holds the lock. */
+#ifndef EXOMEM_CARAT_INTERNAL_H
+#define EXOMEM_CARAT_INTERNAL_H
+
+#include <exomem/carat.h>
+#include "carat/alloc_table.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Escapes are logged per thread and applied to the table in batches (as the paper does):
+ * the map changes fast, the log is cheap, and a move flushes every log first. */
+#define CARAT_LOG_CAP 2048
+struct escape_entry {
+    uintptr_t slot, value;
+};
+
+struct carat_thread {
+    struct escape_entry log[CARAT_LOG_CAP];
+    uint32_t n;
+    struct carat_thread *next, *prev;
+};
+
+struct carat_tls {
+    volatile sig_atomic_t in_runtime;     /* a park request must wait until we leave */
+    volatile sig_atomic_t park_pending;   /* one came while in_runtime */
+    struct carat_thread *thread;          /* NULL until the thread's first escape */
+};
+extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
+
+struct carat_counters {
+    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns;
+};
+
+struct carat_runtime {
+    pthread_mutex_t lock;            /* the table, the thread list, the logs' flushes */
+    struct alloc_table table;
+    struct carat_thread *threads;
+    struct carat_counters count;
+};
+extern struct carat_runtime exo_carat;
+
+/* Set up the runtime once (signal handler, thread key, a mover from EXOMEM_CARAT_MOVES). */
+void carat_init(void);
+extern _Atomic bool exo_carat_ready;
+static inline void carat_ensure_init(void)
+{
+    if (__builtin_expect(!atomic_load_explicit(&exo_carat_ready, memory_order_acquire), 0))
+        carat_init();
+}
+
+/* Bracket every runtime entry from instrumented code. */
+static inline void carat_enter(void)
+{
+    exo_carat_tls.in_runtime = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+void carat_park_self(void);
+static inline void carat_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    exo_carat_tls.in_runtime = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(exo_carat_tls.park_pending, 0))
+        carat_park_self();
+}
+
+/* Apply every registered thread's escape log to the table (lock held). */
+void carat_flush_all(void);
+/* Apply the calling thread's log (lock held). */
+void carat_flush_thread(struct carat_thread *t);
+/* Record that slot holds a pointer to value, if value is in a tracked allocation (lock
+ * held). */
+void carat_note_escape(uintptr_t slot, uintptr_t value);
+/* Log every word of [dst, dst + len) that looks like a pointer into a tracked allocation
+ * (lock held). */
+void carat_scan_copy(uintptr_t dst, uint64_t len);
+
+/* ---- stopping the world (world.c) ---- */
+
+struct carat_parked {
+    pid_t tid;
+    void *ucontext;   /* the thread's registers, saved by the kernel on its stack */
+};
+/* Stop every thread of the process but the caller; *parked gets the array, *n its length.
+ * -EXO_EBUSY if one did not stop within timeout_ns (then all are resumed). */
+int carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns);
+void carat_world_resume(void);
+int carat_world_install(void);
+
+/* ---- moves (move.c) and the mover thread (mover.c) ---- */
+int carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost);
+uintptr_t carat_worst_heap(void);   /* lock held */
+
+#endif
