@@ -22,6 +22,8 @@
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 #include <map>
@@ -200,4 +202,24 @@ void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
   }
   if (O.Merge)
     merge(F, Gs, LI, DT, SE, C);
+}
+
+void exomem_carat::prepareLoops(Function &F, FunctionAnalysisManager &FAM) {
+  // We run last in the pipeline, where loops need not have preheaders any more: give every
+  // loop one (and dedicated exits), so hoisted and merged checks have a place to go.
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
+  ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+  AssumptionCache &AC = FAM.getResult<AssumptionAnalysis>(F);
+  bool Changed = false;
+  for (Loop *L : LI.getLoopsInPreorder())
+    Changed |= simplifyLoop(L, &DT, &LI, &SE, &AC, nullptr, false);
+  if (Changed) {
+    PreservedAnalyses PA;
+    PA.preserve<DominatorTreeAnalysis>();
+    PA.preserve<LoopAnalysis>();
+    PA.preserve<ScalarEvolutionAnalysis>();
+    PA.preserve<AssumptionAnalysis>();
+    FAM.invalidate(F, PA);
+  }
 }

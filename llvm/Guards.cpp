@@ -171,6 +171,7 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
   for (Function &F : M) {
     if (F.isDeclaration() || isRuntimeFunction(F))
       continue;
+    prepareLoops(F, FAM);
     std::vector<Guard> Gs = collectGuards(F, M.getDataLayout(), C);
     if (Gs.empty())
       continue;

@@ -21,6 +21,8 @@ struct Guard {
   bool Removed = false;
 };
 
+// Give every loop of F a preheader and dedicated exits (LoopSimplify).
+void prepareLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM);
 std::vector<Guard> collectGuards(llvm::Function &F, const llvm::DataLayout &DL,
                                  GuardCounts &C);
 void optimizeGuards(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,

@@ -151,6 +151,23 @@ Value *storedPointer(Value *V) {
   return nullptr;
 }
 
+// A stored non-pointer value that may hold pointer bits: a value of at least 8 bytes that
+// was loaded from memory (an integer or vector copy of data whose type the optimiser
+// dropped), or a vector built from such values.
+bool mayCarryPointer(Value *V, const DataLayout &DL) {
+  Type *T = V->getType();
+  if (T->isPointerTy() || !T->isSized() || DL.getTypeStoreSize(T).getKnownMinValue() < 8)
+    return false;
+  V = V->stripPointerCasts();
+  if (isa<LoadInst>(V))
+    return true;
+  if (T->isVectorTy() && (isa<ShuffleVectorInst>(V) || isa<InsertElementInst>(V)))
+    return true;
+  if (auto *BC = dyn_cast<BitCastInst>(V))
+    return isa<LoadInst>(BC->getOperand(0));
+  return false;
+}
+
 bool isLocalSlot(Value *Ptr, const SmallPtrSetImpl<AllocaInst *> &Escaping) {
   auto *AI = dyn_cast<AllocaInst>(getUnderlyingObject(Ptr));
   // A store into a stack slot whose address never escapes: the move scans stacks anyway.
@@ -203,12 +220,22 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   }
   if (Escapes) {
     for (StoreInst *SI : Stores) {
+      if (isLocalSlot(SI->getPointerOperand(), EscapingAllocas))
+        continue;
       Value *P = storedPointer(SI->getValueOperand());
-      if (!P || !mayPointIntoHeap(P) || isLocalSlot(SI->getPointerOperand(), EscapingAllocas))
+      if (P && !mayPointIntoHeap(P))
         continue;
       IRBuilder<> B(SI->getNextNode());
-      B.CreateCall(R.Escape, {SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy())});
-      C.Escapes++;
+      if (P) {
+        B.CreateCall(R.Escape, {SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy())});
+        C.Escapes++;
+      } else if (mayCarryPointer(SI->getValueOperand(), DL)) {
+        // Memory copied as integers or vectors (a struct copy after SROA): the runtime
+        // looks for pointers among the bytes written.
+        uint64_t Bytes = DL.getTypeStoreSize(SI->getValueOperand()->getType());
+        B.CreateCall(R.Copy, {SI->getPointerOperand(), B.getInt64(Bytes)});
+        C.Copies++;
+      }
     }
     for (MemTransferInst *MT : Copies) {
       auto *Len = dyn_cast<ConstantInt>(MT->getLength());

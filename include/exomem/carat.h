@@ -20,6 +20,7 @@
 #ifndef EXOMEM_CARAT_H
 #define EXOMEM_CARAT_H
 
+#include <exomem/error.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -131,8 +131,16 @@ struct alloc *alloc_table_find(const struct alloc_table *t, uintptr_t addr)
 
 void alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)
 {
-    struct alloc *n = remove_node(&t->root, a->base);
-    (void)n;   /* n == a: the caller found a in this table */
+    /* Unlink a itself (not another node with its base), then drop any stale allocation
+     * recorded at the new base (a block freed where we could not see it). */
+    struct alloc **link = &t->root;
+    while (*link && *link != a)
+        link = a->base < (*link)->base ? &(*link)->left : &(*link)->right;
+    if (*link)
+        *link = join(a->left, a->right);
+    struct alloc *stale = remove_node(&t->root, new_base);
+    if (stale)
+        drop(t, stale);
     a->base = new_base;
     a->left = a->right = NULL;
     t->root = insert_node(t->root, a);

@@ -70,8 +70,12 @@ static inline void carat_leave(void)
         carat_park_self();
 }
 
-/* Apply every registered thread's escape log to the table (lock held). */
+/* Apply every registered thread's escape log to the table (lock held). Only while the
+ * world is stopped: a running thread appends to its log without the lock. */
 void carat_flush_all(void);
+/* Apply the calling thread's own log (lock held). Queries made while threads run use this:
+ * what other threads logged since their last flush is not in the table yet. */
+void carat_flush_own(void);
 /* Apply the calling thread's log (lock held). */
 void carat_flush_thread(struct carat_thread *t);
 /* Record that slot holds a pointer to value, if value is in a tracked allocation (lock

@@ -85,6 +85,12 @@ void carat_flush_thread(struct carat_thread *t)
     t->n = 0;
 }
 
+void carat_flush_own(void)
+{
+    if (exo_carat_tls.thread)
+        carat_flush_thread(exo_carat_tls.thread);
+}
+
 void carat_flush_all(void)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
@@ -209,7 +215,7 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_all();
+    carat_flush_own();
     struct alloc *a = alloc_table_find(&exo_carat.table, (uintptr_t)addr);
     if (a && info) {
         info->base = a->base;
@@ -236,7 +242,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     memset(st, 0, sizeof *st);
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_all();
+    carat_flush_own();
     st->allocations = exo_carat.table.count;
     st->table_bytes = exo_carat.table.bytes;
     alloc_table_each(&exo_carat.table, add_escapes, &st->escapes_live);
@@ -264,7 +270,7 @@ static bool pick_worst(struct alloc *a, void *arg)
 
 uintptr_t carat_worst_heap(void)
 {
-    carat_flush_all();
+    carat_flush_own();
     struct worst w = { NULL };
     alloc_table_each(&exo_carat.table, pick_worst, &w);
     return w.best ? w.best->base : 0;

@@ -77,6 +77,15 @@ static void patch_thread(struct patch *p, ucontext_t *uc)
                                 REG_R13, REG_R14, REG_R15 };
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
         patch_word(p, (uintptr_t *)&g[regs[i]]);
+    /* SSE registers: a struct copy may carry a pointer through one (either half). The
+     * upper halves of AVX registers are in the extended save area, not patched here
+     * (docs/carat.md). */
+    if (uc->uc_mcontext.fpregs)
+        for (int i = 0; i < 16; i++) {
+            uint32_t *x = uc->uc_mcontext.fpregs->_xmm[i].element;
+            patch_word(p, (uintptr_t *)x);
+            patch_word(p, (uintptr_t *)(x + 2));
+        }
     uintptr_t sp = (uintptr_t)g[REG_RSP] - 128;
     int r = range_of(sp & ~(uintptr_t)7);
     if (r < 0)

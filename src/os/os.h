@@ -241,8 +241,8 @@ int exo_os_list_threads(pid_t *tids, int max);
 /* Wait while *word == expected (or until a wake or a signal); wake every waiter. */
 void exo_os_futex_wait(const uint32_t *word, uint32_t expected);
 void exo_os_futex_wake_all(const uint32_t *word);
-/* This process's readable and writable mappings as sorted [lo, hi) pairs in ranges (adjacent
- * ones merged), read from /proc/self/maps into buf. Returns how many pairs, -EXO_ENOSPC
+/* This process's readable and writable mappings as sorted [lo, hi) pairs in ranges (one per
+ * mapping, so a thread's stack is one range), read from /proc/self/maps into buf. Returns how many pairs, -EXO_ENOSPC
  * when more than max or buf is too small, or another -EXO_ code. */
 int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len);
 

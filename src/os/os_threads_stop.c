@@ -114,10 +114,6 @@ int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len
         p = nl ? nl + 1 : p + strlen(p);
         if (!w)
             continue;
-        if (n && ranges[2 * n - 1] == lo) {   /* adjacent: one range */
-            ranges[2 * n - 1] = hi;
-            continue;
-        }
         if (n == max)
             return -EXO_ENOSPC;
         ranges[2 * n] = lo;
