@@ -74,19 +74,19 @@ static struct alloc *remove_node(struct alloc **link, uintptr_t key)
 
 static void drop(struct alloc_table *t, struct alloc *n)
 {
-    escape_set_free(t, &n->escapes);
+    exo_carat_escape_set_free(t, &n->escapes);
     t->bytes -= sizeof *n;
     t->count--;
-    carat_mem_free(n, sizeof *n);
+    exo_carat_mem_free(n, sizeof *n);
 }
 
-int alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
+int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                        const char *site)
 {
     struct alloc *old = remove_node(&t->root, base);
     if (old)
         drop(t, old);
-    struct alloc *n = carat_mem_alloc(sizeof *n);
+    struct alloc *n = exo_carat_mem_alloc(sizeof *n);
     if (!n)
         return -EXO_ENOMEM;
     n->base = base;
@@ -104,7 +104,7 @@ int alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, in
     return 0;
 }
 
-bool alloc_table_remove(struct alloc_table *t, uintptr_t base)
+bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
 {
     struct alloc *n = remove_node(&t->root, base);
     if (!n)
@@ -113,7 +113,7 @@ bool alloc_table_remove(struct alloc_table *t, uintptr_t base)
     return true;   /* lo/hi stay as they were: a filter may be loose, never too tight */
 }
 
-struct alloc *alloc_table_find(const struct alloc_table *t, uintptr_t addr)
+struct alloc *exo_carat_alloc_table_find(const struct alloc_table *t, uintptr_t addr)
 {
     if (addr < t->lo || addr >= t->hi)
         return NULL;
@@ -129,7 +129,7 @@ struct alloc *alloc_table_find(const struct alloc_table *t, uintptr_t addr)
     return best && addr - best->base < best->size ? best : NULL;
 }
 
-void alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)
+void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)
 {
     /* Unlink a itself (not another node with its base), then drop any stale allocation
      * recorded at the new base (a block freed where we could not see it). */
@@ -157,7 +157,7 @@ static bool each_node(struct alloc *n, bool (*fn)(struct alloc *, void *), void 
     return each_node(n->left, fn, arg) || fn(n, arg) || each_node(n->right, fn, arg);
 }
 
-void alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg)
+void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg)
 {
     each_node(t->root, fn, arg);
 }
@@ -171,7 +171,7 @@ static void clear_node(struct alloc_table *t, struct alloc *n)
     drop(t, n);
 }
 
-void alloc_table_clear(struct alloc_table *t)
+void exo_carat_alloc_table_clear(struct alloc_table *t)
 {
     clear_node(t, t->root);
     t->root = NULL;
@@ -195,25 +195,25 @@ static void set_put(struct escape_set *s, uintptr_t slot)
     }
 }
 
-int escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot)
+int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot)
 {
     if ((uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3) {   /* keep load under 3/4 */
         uint32_t cap = s->cap ? s->cap * 2 : 4;
-        struct escape_set bigger = { carat_mem_alloc(cap * sizeof(uintptr_t)), cap, 0 };
+        struct escape_set bigger = { exo_carat_mem_alloc(cap * sizeof(uintptr_t)), cap, 0 };
         if (!bigger.slots)
             return -EXO_ENOMEM;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->slots[i])
                 set_put(&bigger, s->slots[i]);
         t->bytes += (uint64_t)(cap - s->cap) * sizeof(uintptr_t);
-        carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
+        exo_carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
         *s = bigger;
     }
     set_put(s, slot);
     return 0;
 }
 
-void escape_set_remove(struct escape_set *s, uintptr_t slot)
+void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
 {
     if (!s->cap)
         return;
@@ -233,9 +233,9 @@ void escape_set_remove(struct escape_set *s, uintptr_t slot)
     }
 }
 
-void escape_set_free(struct alloc_table *t, struct escape_set *s)
+void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
 {
     t->bytes -= (uint64_t)s->cap * sizeof(uintptr_t);
-    carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
+    exo_carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
     memset(s, 0, sizeof *s);
 }

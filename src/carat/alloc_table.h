@@ -32,23 +32,23 @@ struct alloc_table {
 
 /* Add [base, base+size). An allocation already at base (a free we never saw, e.g. by an
  * uninstrumented library) is replaced. -EXO_ENOMEM. */
-int alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
+int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                        const char *site);
 /* Remove the allocation starting at base; false if none does. */
-bool alloc_table_remove(struct alloc_table *t, uintptr_t base);
+bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */
-struct alloc *alloc_table_find(const struct alloc_table *t, uintptr_t addr);
+struct alloc *exo_carat_alloc_table_find(const struct alloc_table *t, uintptr_t addr);
 /* Change the base of a (after a move); keeps the order (the caller made sure the new range
  * overlaps no other allocation). */
-void alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base);
+void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base);
 /* Call fn for every allocation in address order until it returns true. */
-void alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg);
+void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg);
 /* Free everything. */
-void alloc_table_clear(struct alloc_table *t);
+void exo_carat_alloc_table_clear(struct alloc_table *t);
 
 /* Escape sets. */
-int escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot);
-void escape_set_remove(struct escape_set *s, uintptr_t slot);
-void escape_set_free(struct alloc_table *t, struct escape_set *s);
+int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot);
+void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
+void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
 
 #endif

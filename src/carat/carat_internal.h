@@ -13,6 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* For the code that reads the program's memory conservatively (stacks, stale slots). */
+#define CARAT_NO_ASAN __attribute__((no_sanitize_address, no_sanitize("undefined")))
+
 /* Escapes are logged per thread and applied to the table in batches (as the paper does):
  * the map changes fast, the log is cheap, and a move flushes every log first. */
 #define CARAT_LOG_CAP 2048
@@ -30,6 +33,7 @@ struct carat_tls {
     volatile sig_atomic_t in_runtime;     /* a park request must wait until we leave */
     volatile sig_atomic_t park_pending;   /* one came while in_runtime */
     struct carat_thread *thread;          /* NULL until the thread's first escape */
+    uint32_t parked_epoch;                /* the last stop this thread arrived at */
 };
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 
@@ -46,12 +50,12 @@ struct carat_runtime {
 extern struct carat_runtime exo_carat;
 
 /* Set up the runtime once (signal handler, thread key, a mover from EXOMEM_CARAT_MOVES). */
-void carat_init(void);
+void exo_carat_init(void);
 extern _Atomic bool exo_carat_ready;
 static inline void carat_ensure_init(void)
 {
     if (__builtin_expect(!atomic_load_explicit(&exo_carat_ready, memory_order_acquire), 0))
-        carat_init();
+        exo_carat_init();
 }
 
 /* Bracket every runtime entry from instrumented code. */
@@ -60,30 +64,30 @@ static inline void carat_enter(void)
     exo_carat_tls.in_runtime = 1;
     atomic_signal_fence(memory_order_seq_cst);
 }
-void carat_park_self(void);
+void exo_carat_park_self(void);
 static inline void carat_leave(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
     exo_carat_tls.in_runtime = 0;
     atomic_signal_fence(memory_order_seq_cst);
     if (__builtin_expect(exo_carat_tls.park_pending, 0))
-        carat_park_self();
+        exo_carat_park_self();
 }
 
 /* Apply every registered thread's escape log to the table (lock held). Only while the
  * world is stopped: a running thread appends to its log without the lock. */
-void carat_flush_all(void);
+void exo_carat_flush_all(void);
 /* Apply the calling thread's own log (lock held). Queries made while threads run use this:
  * what other threads logged since their last flush is not in the table yet. */
-void carat_flush_own(void);
+void exo_carat_flush_own(void);
 /* Apply the calling thread's log (lock held). */
-void carat_flush_thread(struct carat_thread *t);
+void exo_carat_flush_thread(struct carat_thread *t);
 /* Record that slot holds a pointer to value, if value is in a tracked allocation (lock
  * held). */
-void carat_note_escape(uintptr_t slot, uintptr_t value);
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value);
 /* Log every word of [dst, dst + len) that looks like a pointer into a tracked allocation
  * (lock held). */
-void carat_scan_copy(uintptr_t dst, uint64_t len);
+void exo_carat_scan_copy(uintptr_t dst, uint64_t len);
 
 /* ---- stopping the world (world.c) ---- */
 
@@ -93,12 +97,12 @@ struct carat_parked {
 };
 /* Stop every thread of the process but the caller; *parked gets the array, *n its length.
  * -EXO_EBUSY if one did not stop within timeout_ns (then all are resumed). */
-int carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns);
-void carat_world_resume(void);
-int carat_world_install(void);
+int exo_carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns);
+void exo_carat_world_resume(void);
+int exo_carat_world_install(void);
 
 /* ---- moves (move.c) and the mover thread (mover.c) ---- */
-int carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost);
-uintptr_t carat_worst_heap(void);   /* lock held */
+int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost);
+uintptr_t exo_carat_worst_heap(void);   /* lock held */
 
 #endif

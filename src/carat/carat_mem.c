@@ -23,7 +23,7 @@ static unsigned class_of(size_t n)
     return s;
 }
 
-void *carat_mem_alloc(size_t n)
+void *exo_carat_mem_alloc(size_t n)
 {
     unsigned s = class_of(n ? n : 1);
     if (s > MAX_SHIFT) {
@@ -51,7 +51,7 @@ void *carat_mem_alloc(size_t n)
     return p;
 }
 
-void carat_mem_free(void *p, size_t n)
+void exo_carat_mem_free(void *p, size_t n)
 {
     if (!p)
         return;

@@ -7,8 +7,8 @@
 #include <stddef.h>
 
 /* Zeroed memory of at least n bytes, or NULL. */
-void *carat_mem_alloc(size_t n);
-/* Give back p, which carat_mem_alloc(n) returned (NULL: nothing). */
-void carat_mem_free(void *p, size_t n);
+void *exo_carat_mem_alloc(size_t n);
+/* Give back p, which exo_carat_mem_alloc(n) returned (NULL: nothing). */
+void exo_carat_mem_free(void *p, size_t n);
 
 #endif

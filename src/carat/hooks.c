@@ -15,7 +15,7 @@ _Atomic bool exo_carat_ready;
 static pthread_key_t thread_key;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int carat_mover_autostart(void);
+int exo_carat_mover_autostart(void);
 
 /* A thread that ends hands its log to the table and leaves the list. */
 static void thread_gone(void *p)
@@ -23,27 +23,27 @@ static void thread_gone(void *p)
     struct carat_thread *t = p;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_thread(t);
+    exo_carat_flush_thread(t);
     if (t->prev)
         t->prev->next = t->next;
     else
         exo_carat.threads = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    carat_mem_free(t, sizeof *t);
+    exo_carat_mem_free(t, sizeof *t);
     pthread_mutex_unlock(&exo_carat.lock);
     exo_carat_tls.thread = NULL;
     carat_leave();
 }
 
-void carat_init(void)
+void exo_carat_init(void)
 {
     pthread_mutex_lock(&init_lock);
     if (!atomic_load(&exo_carat_ready)) {
         pthread_key_create(&thread_key, thread_gone);
-        carat_world_install();
+        exo_carat_world_install();
         atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
-        carat_mover_autostart();
+        exo_carat_mover_autostart();
     }
     pthread_mutex_unlock(&init_lock);
 }
@@ -56,7 +56,7 @@ static struct carat_thread *my_thread(void)
     if (__builtin_expect(t != NULL, 1))
         return t;
     pthread_mutex_lock(&exo_carat.lock);
-    t = carat_mem_alloc(sizeof *t);
+    t = exo_carat_mem_alloc(sizeof *t);
     if (t) {
         t->next = exo_carat.threads;
         if (t->next)
@@ -71,40 +71,41 @@ static struct carat_thread *my_thread(void)
     return t;
 }
 
-void carat_note_escape(uintptr_t slot, uintptr_t value)
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
 {
-    struct alloc *a = alloc_table_find(&exo_carat.table, value);
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
     if (a)
-        escape_set_add(&exo_carat.table, &a->escapes, slot);
+        exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot);
 }
 
-void carat_flush_thread(struct carat_thread *t)
+void exo_carat_flush_thread(struct carat_thread *t)
 {
     for (uint32_t i = 0; i < t->n; i++)
-        carat_note_escape(t->log[i].slot, t->log[i].value);
+        exo_carat_note_escape(t->log[i].slot, t->log[i].value);
     t->n = 0;
 }
 
-void carat_flush_own(void)
+void exo_carat_flush_own(void)
 {
     if (exo_carat_tls.thread)
-        carat_flush_thread(exo_carat_tls.thread);
+        exo_carat_flush_thread(exo_carat_tls.thread);
 }
 
-void carat_flush_all(void)
+void exo_carat_flush_all(void)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        carat_flush_thread(t);
+        exo_carat_flush_thread(t);
 }
 
-void carat_scan_copy(uintptr_t dst, uint64_t len)
+CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uint64_t len)
 {
     uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
     uintptr_t first = (dst + 7) & ~(uintptr_t)7, end = dst + len;
     for (uintptr_t w = first; w + 8 <= end; w += 8) {
-        uintptr_t v = *(const uintptr_t *)w;
+        uintptr_t v;
+        memcpy(&v, (const void *)w, sizeof v);
         if (v >= lo && v < hi)
-            carat_note_escape(w, v);
+            exo_carat_note_escape(w, v);
     }
 }
 
@@ -117,7 +118,7 @@ static void track(void *p, uint64_t size, int kind, const char *site)
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    alloc_table_insert(&exo_carat.table, (uintptr_t)p, size, kind, site);
+    exo_carat_alloc_table_insert(&exo_carat.table, (uintptr_t)p, size, kind, site);
     pthread_mutex_unlock(&exo_carat.lock);
     atomic_fetch_add_explicit(&exo_carat.count.allocs, 1, memory_order_relaxed);
     carat_leave();
@@ -129,7 +130,7 @@ static void untrack(void *p)
         return;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    alloc_table_remove(&exo_carat.table, (uintptr_t)p);
+    exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     pthread_mutex_unlock(&exo_carat.lock);
     atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);
     carat_leave();
@@ -184,8 +185,8 @@ EXO_API void exo_carat_hook_escape(void *slot, const void *value)
     } else {
         pthread_mutex_lock(&exo_carat.lock);
         if (t)
-            carat_flush_thread(t);
-        carat_note_escape((uintptr_t)slot, (uintptr_t)value);
+            exo_carat_flush_thread(t);
+        exo_carat_note_escape((uintptr_t)slot, (uintptr_t)value);
         pthread_mutex_unlock(&exo_carat.lock);
     }
     atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
@@ -198,7 +199,7 @@ EXO_API void exo_carat_hook_copy(void *dst, uint64_t len)
         return;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_scan_copy((uintptr_t)dst, len);
+    exo_carat_scan_copy((uintptr_t)dst, len);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
 }
@@ -215,8 +216,8 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_own();
-    struct alloc *a = alloc_table_find(&exo_carat.table, (uintptr_t)addr);
+    exo_carat_flush_own();
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)addr);
     if (a && info) {
         info->base = a->base;
         info->size = a->size;
@@ -242,10 +243,10 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     memset(st, 0, sizeof *st);
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_own();
+    exo_carat_flush_own();
     st->allocations = exo_carat.table.count;
     st->table_bytes = exo_carat.table.bytes;
-    alloc_table_each(&exo_carat.table, add_escapes, &st->escapes_live);
+    exo_carat_alloc_table_each(&exo_carat.table, add_escapes, &st->escapes_live);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
     st->allocs_total = atomic_load(&exo_carat.count.allocs);
@@ -268,11 +269,11 @@ static bool pick_worst(struct alloc *a, void *arg)
     return false;
 }
 
-uintptr_t carat_worst_heap(void)
+uintptr_t exo_carat_worst_heap(void)
 {
-    carat_flush_own();
+    exo_carat_flush_own();
     struct worst w = { NULL };
-    alloc_table_each(&exo_carat.table, pick_worst, &w);
+    exo_carat_alloc_table_each(&exo_carat.table, pick_worst, &w);
     return w.best ? w.best->base : 0;
 }
 
@@ -280,7 +281,7 @@ EXO_API void *exo_carat_worst_allocation(void)
 {
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    uintptr_t b = carat_worst_heap();
+    uintptr_t b = exo_carat_worst_heap();
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
     return (void *)b;

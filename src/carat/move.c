@@ -46,15 +46,21 @@ struct patch {
     uint64_t patched;
 };
 
-static void patch_word(struct patch *p, uintptr_t *w)
+/* Words are read and written with memcpy (a slot in a packed struct may be unaligned), and
+ * without AddressSanitizer's checks: stacks and stale slots hold poisoned bytes that the
+ * program itself may never read, and reading them here is deliberate. */
+CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
 {
-    if (*w - p->base < p->size) {
-        *w += (uintptr_t)p->delta;
+    uintptr_t v;
+    memcpy(&v, w, sizeof v);
+    if (v - p->base < p->size) {
+        v += (uintptr_t)p->delta;
+        memcpy(w, &v, sizeof v);
         p->patched++;
     }
 }
 
-static void patch_escapes(struct patch *p, struct alloc *a)
+CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
 {
     struct escape_set *s = &a->escapes;
     for (uint32_t i = 0; i < s->cap; i++) {
@@ -68,7 +74,7 @@ static void patch_escapes(struct patch *p, struct alloc *a)
  * pointer (the x86-64 red zone, live data of a leaf function) and ends at the end of the
  * mapping that holds the stack (thread stacks end with the thread's TLS block, which is
  * scanned too: thread-local pointers). */
-static void patch_thread(struct patch *p, ucontext_t *uc)
+CARAT_NO_ASAN static void patch_thread(struct patch *p, ucontext_t *uc)
 {
 #if defined(__x86_64__)
     greg_t *g = uc->uc_mcontext.gregs;
@@ -117,8 +123,8 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
             if (s->slots[i] && s->slots[i] - p->base < p->size)
                 moved[nmoved++] = s->slots[i];
         for (int i = 0; i < nmoved; i++) {
-            escape_set_remove(s, moved[i]);
-            escape_set_add(&exo_carat.table, s, moved[i] + (uintptr_t)p->delta);
+            exo_carat_escape_set_remove(s, moved[i]);
+            exo_carat_escape_set_add(&exo_carat.table, s, moved[i] + (uintptr_t)p->delta);
         }
     } while (nmoved == 64);
 }
@@ -132,19 +138,19 @@ static size_t alignment_of(uintptr_t base)
     return al;
 }
 
-int carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
+int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
 {
     struct exo_carat_move_cost c;
     memset(&c, 0, sizeof c);
     uintptr_t base, size;
     pthread_mutex_lock(&exo_carat.lock);
-    struct alloc *a = alloc_table_find(&exo_carat.table, addr);
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
     bool heap = a && a->kind == EXO_CARAT_HEAP;
     base = a ? a->base : 0;
     size = a ? a->size : 0;
     if (!maps_buf) {
-        maps_buf = carat_mem_alloc(MAPS_BUF);
-        ranges = carat_mem_alloc(2 * MAX_RANGES * sizeof *ranges);
+        maps_buf = exo_carat_mem_alloc(MAPS_BUF);
+        ranges = exo_carat_mem_alloc(2 * MAX_RANGES * sizeof *ranges);
     }
     pthread_mutex_unlock(&exo_carat.lock);
     if (!heap)
@@ -159,18 +165,18 @@ int carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *
     uint64_t t0 = exo_os_now_ns();
     struct carat_parked *parked;
     int nparked;
-    int rc = carat_world_stop(&parked, &nparked, 1000000000ull);
+    int rc = exo_carat_world_stop(&parked, &nparked, 1000000000ull);
     if (rc) {
         free(dest);
         return rc;
     }
     uint64_t t1 = exo_os_now_ns();
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_all();
-    a = alloc_table_find(&exo_carat.table, base);
+    exo_carat_flush_all();
+    a = exo_carat_alloc_table_find(&exo_carat.table, base);
     if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP) {
         pthread_mutex_unlock(&exo_carat.lock);
-        carat_world_resume();
+        exo_carat_world_resume();
         free(dest);
         return exo_fail(EXO_EAGAIN, "the allocation at %#lx changed while the world stopped",
                         (unsigned long)base);
@@ -178,7 +184,7 @@ int carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *
     int nr = exo_os_writable_ranges(ranges, MAX_RANGES, maps_buf, MAPS_BUF);
     if (nr < 0) {
         pthread_mutex_unlock(&exo_carat.lock);
-        carat_world_resume();
+        exo_carat_world_resume();
         free(dest);
         return exo_fail(-nr, "cannot read the process's mappings");
     }
@@ -191,12 +197,12 @@ int carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *
         patch_thread(&p, parked[i].ucontext);
     uint64_t t4 = exo_os_now_ns();
     memcpy(dest, (void *)base, size);
-    alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
+    exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
-    carat_scan_copy((uintptr_t)dest, size);
+    exo_carat_scan_copy((uintptr_t)dest, size);
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);
-    carat_world_resume();
+    exo_carat_world_resume();
     uint64_t t6 = exo_os_now_ns();
     free((void *)base);
 

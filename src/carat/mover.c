@@ -38,10 +38,10 @@ static void deadline_after(struct timespec *ts, double seconds)
 static void move_worst(void)
 {
     pthread_mutex_lock(&exo_carat.lock);
-    uintptr_t w = carat_worst_heap();
+    uintptr_t w = exo_carat_worst_heap();
     pthread_mutex_unlock(&exo_carat.lock);
     if (w)
-        carat_move_now(w, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
+        exo_carat_move_now(w, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
 }
 
 static void *mover_main(void *arg)
@@ -59,7 +59,7 @@ static void *mover_main(void *arg)
             pthread_mutex_unlock(&mv.lock);
             void *nb = NULL;
             struct exo_carat_move_cost c;
-            int rc = carat_move_now(addr, &nb, &c);
+            int rc = exo_carat_move_now(addr, &nb, &c);
             pthread_mutex_lock(&mv.lock);
             mv.rc = rc;
             mv.new_base = nb;
@@ -157,7 +157,7 @@ EXO_API void exo_carat_mover_stop(void)
     pthread_mutex_unlock(&mv.lock);
 }
 
-int carat_mover_autostart(void)
+int exo_carat_mover_autostart(void)
 {
     double rate = exo_config()->carat_moves;
     if (rate <= 0)

@@ -51,7 +51,7 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
     struct region_set *s = NULL;
     if (n) {
         pthread_mutex_lock(&exo_carat.lock);   /* carat_mem is the table's */
-        s = carat_mem_alloc(sizeof *s + n * sizeof s->r[0]);
+        s = exo_carat_mem_alloc(sizeof *s + n * sizeof s->r[0]);
         pthread_mutex_unlock(&exo_carat.lock);
         if (!s)
             return exo_fail(EXO_ENOMEM, "no memory for %zu regions", n);
@@ -72,7 +72,7 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
                 int rc = exo_fail(EXO_EINVAL, "region %#" PRIxPTR "+%#" PRIxPTR ": %s",
                                   r->base, r->len, bad);
                 pthread_mutex_lock(&exo_carat.lock);
-                carat_mem_free(s, sizeof *s + n * sizeof s->r[0]);
+                exo_carat_mem_free(s, sizeof *s + n * sizeof s->r[0]);
                 pthread_mutex_unlock(&exo_carat.lock);
                 return rc;
             }
@@ -121,8 +121,8 @@ static void report(uintptr_t addr, uintptr_t len, int access, const char *site, 
 {
     char alloc[200] = "in no tracked allocation";
     pthread_mutex_lock(&exo_carat.lock);
-    carat_flush_own();
-    struct alloc *a = alloc_table_find(&exo_carat.table, addr);
+    exo_carat_flush_own();
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
     if (a)
         snprintf(alloc, sizeof alloc, "at offset %" PRIuPTR " of the %" PRIuPTR
                  "-byte %s allocation from %s", addr - a->base, a->size,

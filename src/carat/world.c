@@ -32,7 +32,10 @@ static void on_stop(int sig, siginfo_t *si, void *uc)
     }
     int saved = errno;
     uint32_t e = atomic_load(&world.epoch);
-    if (e & 1) {
+    /* One arrival per thread and stop: a second signal for the same stop (a late one from a
+     * stop that timed out, delivered while we wait here) must not count another thread. */
+    if ((e & 1) && exo_carat_tls.parked_epoch != e) {
+        exo_carat_tls.parked_epoch = e;
         uint32_t i = atomic_fetch_add(&world.arrived, 1);
         if (i < MAX_THREADS) {
             world.parked[i].tid = exo_os_gettid();
@@ -44,13 +47,13 @@ static void on_stop(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
-void carat_park_self(void)
+void exo_carat_park_self(void)
 {
     exo_carat_tls.park_pending = 0;
     exo_os_signal_thread(exo_os_gettid(), world.sig);
 }
 
-int carat_world_install(void)
+int exo_carat_world_install(void)
 {
     world.sig = SIGRTMIN + 5;   /* glibc keeps the first real-time signals for itself */
     return exo_os_signal_install(world.sig, on_stop, NULL);
@@ -72,7 +75,7 @@ static int still_alive(const pid_t *ids, int n, pid_t *tids)
     return alive;
 }
 
-int carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns)
+int exo_carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns)
 {
     static pid_t tids[MAX_THREADS], signalled[MAX_THREADS];
     int nsig = 0;
@@ -85,7 +88,7 @@ int carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns)
     for (;;) {
         int nt = exo_os_list_threads(tids, MAX_THREADS);
         if (nt < 0) {
-            carat_world_resume();
+            exo_carat_world_resume();
             return exo_fail(-nt, "cannot list the process's threads");
         }
         int fresh = 0;
@@ -106,7 +109,7 @@ int carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns)
             uint64_t now = exo_os_now_ns();
             if (now > deadline) {
                 int missing = need - (int)atomic_load(&world.arrived);
-                carat_world_resume();
+                exo_carat_world_resume();
                 return exo_fail(EXO_EBUSY, "%d of %d threads did not stop for a move "
                                 "(blocking signal %d?)", missing, nsig, world.sig);
             }
@@ -125,7 +128,7 @@ int carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns)
     return 0;
 }
 
-void carat_world_resume(void)
+void exo_carat_world_resume(void)
 {
     atomic_fetch_add(&world.epoch, 1);             /* even: handlers return */
     exo_os_futex_wake_all((const uint32_t *)&world.epoch);
