@@ -649,7 +649,8 @@ def selftest():
     check(paper_section("spacejmp", "Figure 1, quoted in Section 2.4") == "fig1" and
           paper_section("hybrid-segmentation", "Figure 5, Section 4.2.1") == "fig5" and
           paper_section("hybrid-segmentation", "Figure 1") == "other" and
-          paper_section("carat", "Table 2") == "other" and
+          paper_section("no-such-paper", "Table 2") == "other" and
+          paper_section("carat", "Table 2") == "carat" and
           paper_section("avm", "AVM, Figure 1") == PAPER_SECTION["avm"] != "fig1",
           "paper numbers are routed by paper and place, not by place alone")
 
