@@ -158,7 +158,9 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)addr);
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
-    void *dest = aligned_alloc(alignment_of(base), (size + 15) & ~(uintptr_t)15);
+    void *dest = NULL;
+    if (posix_memalign(&dest, alignment_of(base), size))
+        dest = NULL;
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
 
