@@ -55,19 +55,33 @@ const KnownFn *known(const CallBase &CB) {
   return nullptr;
 }
 
+// A call that copies memory (dst, src, len) without being the llvm.memcpy intrinsic: the C
+// library's own names, and the ones AddressSanitizer turns the intrinsics into when it runs
+// before us in the pipeline.
+bool isCopyCall(const CallBase &CB) {
+  const Function *F = CB.getCalledFunction();
+  if (!F || CB.arg_size() < 3)
+    return false;
+  StringRef N = F->getName();
+  return N == "memcpy" || N == "memmove" || N == "mempcpy" || N == "__memcpy_chk" ||
+         N == "__memmove_chk" || N == "__asan_memcpy" || N == "__asan_memmove";
+}
+
 struct Runtime {
-  FunctionCallee Alloc, Realloc, Free, Global, StackAlloc, StackFree, Escape, Copy;
+  FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackFree, Escape,
+      Copy;
   Runtime(Module &M) {
     LLVMContext &C = M.getContext();
     Type *V = Type::getVoidTy(C), *P = PointerType::getUnqual(C), *I64 = Type::getInt64Ty(C);
     Alloc = M.getOrInsertFunction("exo_carat_hook_alloc", V, P, I64, P);
     Realloc = M.getOrInsertFunction("exo_carat_hook_realloc", V, P, P, I64, P);
+    ReallocBegin = M.getOrInsertFunction("exo_carat_hook_realloc_begin", V);
     Free = M.getOrInsertFunction("exo_carat_hook_free", V, P);
     Global = M.getOrInsertFunction("exo_carat_hook_global", V, P, I64, P);
     StackAlloc = M.getOrInsertFunction("exo_carat_hook_stack_alloc", V, P, I64, P);
     StackFree = M.getOrInsertFunction("exo_carat_hook_stack_free", V, P);
     Escape = M.getOrInsertFunction("exo_carat_hook_escape", V, P, P);
-    Copy = M.getOrInsertFunction("exo_carat_hook_copy", V, P, I64);
+    Copy = M.getOrInsertFunction("exo_carat_hook_copy", V, P, P, I64);
   }
 };
 
@@ -104,6 +118,9 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
     break;
   }
   case Kind::Realloc: {
+    // No move may come between realloc's copy and our hearing of it: the runtime defers
+    // stops from _begin until the hook (a move waiting on it times out, never breaks).
+    IRBuilder<>(&CB).CreateCall(R.ReallocBegin, {});
     IRBuilder<> B(afterCall(CB));
     B.CreateCall(R.Realloc, {CB.getArgOperand(0), &CB, sizeOf(B, CB, K.SizeArg), Site});
     C.Allocs++;
@@ -129,6 +146,7 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
     // getline(&line, &n, f) may realloc *line: old value before, new value after.
     IRBuilder<> Before(&CB);
     Value *Old = Before.CreateLoad(Before.getPtrTy(), CB.getArgOperand(0));
+    Before.CreateCall(R.ReallocBegin, {});
     IRBuilder<> B(afterCall(CB));
     Value *New = B.CreateLoad(B.getPtrTy(), CB.getArgOperand(0));
     B.CreateCall(R.Realloc, {Old, New, unknownSize(B), Site});
@@ -156,8 +174,13 @@ Value *storedPointer(Value *V) {
 // dropped), or a vector built from such values.
 bool mayCarryPointer(Value *V, const DataLayout &DL) {
   Type *T = V->getType();
-  if (T->isPointerTy() || !T->isSized() || DL.getTypeStoreSize(T).getKnownMinValue() < 8)
+  if (T->isPointerTy() || !(T->isIntegerTy() || T->isVectorTy()) ||
+      DL.getTypeStoreSize(T).isScalable() || DL.getTypeStoreSize(T).getFixedValue() < 8 ||
+      DL.getTypeStoreSize(T).getFixedValue() % 8 != 0 ||
+      DL.getTypeSizeInBits(T).getFixedValue() != DL.getTypeStoreSize(T).getFixedValue() * 8)
     return false;
+  if (T->isVectorTy() && T->getScalarType()->isPointerTy())
+    return false;   // a vector of pointers: bitcast does not apply
   V = V->stripPointerCasts();
   if (isa<LoadInst>(V))
     return true;
@@ -182,6 +205,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   SmallVector<std::pair<CallBase *, const KnownFn *>, 16> Calls;
   SmallVector<StoreInst *, 32> Stores;
   SmallVector<MemTransferInst *, 8> Copies;
+  SmallVector<CallBase *, 8> CopyCalls;
   SmallVector<ReturnInst *, 4> Returns;
   for (BasicBlock &BB : F)
     for (Instruction &I : BB) {
@@ -194,6 +218,8 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
       } else if (auto *CB = dyn_cast<CallBase>(&I)) {
         if (const KnownFn *K = known(*CB))
           Calls.push_back({CB, K});
+        else if (isCopyCall(*CB))
+          CopyCalls.push_back(CB);
       } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
         Stores.push_back(SI);
       } else if (auto *RI = dyn_cast<ReturnInst>(&I)) {
@@ -219,30 +245,56 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
     }
   }
   if (Escapes) {
+    // Every hook goes BEFORE its store or copy: a move that stops the thread between the
+    // two then finds the slot already known (still holding its old value, left alone) and
+    // the value to be stored in a register it patches. After the store, a move in between
+    // would miss the slot.
     for (StoreInst *SI : Stores) {
       if (isLocalSlot(SI->getPointerOperand(), EscapingAllocas))
         continue;
-      Value *P = storedPointer(SI->getValueOperand());
+      Value *V = SI->getValueOperand();
+      Value *P = storedPointer(V);
       if (P && !mayPointIntoHeap(P))
         continue;
-      IRBuilder<> B(SI->getNextNode());
+      IRBuilder<> B(SI);
       if (P) {
         B.CreateCall(R.Escape, {SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy())});
         C.Escapes++;
-      } else if (mayCarryPointer(SI->getValueOperand(), DL)) {
-        // Memory copied as integers or vectors (a struct copy after SROA): the runtime
-        // looks for pointers among the bytes written.
-        uint64_t Bytes = DL.getTypeStoreSize(SI->getValueOperand()->getType());
-        B.CreateCall(R.Copy, {SI->getPointerOperand(), B.getInt64(Bytes)});
+      } else if (auto *VT = dyn_cast<FixedVectorType>(V->getType());
+                 VT && VT->getElementType()->isPointerTy()) {
+        // A vector of pointers (two pointers stored at once by the SLP vectoriser).
+        for (unsigned L = 0; L < VT->getNumElements(); L++) {
+          Value *Slot = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), SI->getPointerOperand(),
+                                                     8 * L);
+          B.CreateCall(R.Escape, {Slot, B.CreateExtractElement(V, B.getInt64(L))});
+        }
+        C.Escapes++;
+      } else if (mayCarryPointer(V, DL)) {
+        // Memory copied as integers or vectors (a struct copy after SROA): each 8-byte lane
+        // may be a pointer; the runtime keeps the ones that point into an allocation.
+        unsigned Lanes = DL.getTypeStoreSize(V->getType()).getFixedValue() / 8;
+        Value *AsLanes = B.CreateBitCast(V, FixedVectorType::get(B.getInt64Ty(), Lanes));
+        for (unsigned L = 0; L < Lanes; L++) {
+          Value *Slot = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), SI->getPointerOperand(),
+                                                     8 * L);
+          Value *Lane = B.CreateExtractElement(AsLanes, B.getInt64(L));
+          B.CreateCall(R.Escape, {Slot, B.CreateIntToPtr(Lane, B.getPtrTy())});
+        }
         C.Copies++;
       }
+    }
+    for (CallBase *CB : CopyCalls) {
+      IRBuilder<> B(CB);
+      B.CreateCall(R.Copy, {CB->getArgOperand(0), CB->getArgOperand(1),
+                            B.CreateZExtOrTrunc(CB->getArgOperand(2), B.getInt64Ty())});
+      C.Copies++;
     }
     for (MemTransferInst *MT : Copies) {
       auto *Len = dyn_cast<ConstantInt>(MT->getLength());
       if (Len && Len->getZExtValue() < 8)
         continue;
-      IRBuilder<> B(MT->getNextNode());
-      B.CreateCall(R.Copy, {MT->getRawDest(),
+      IRBuilder<> B(MT);
+      B.CreateCall(R.Copy, {MT->getRawDest(), MT->getRawSource(),
                             B.CreateZExtOrTrunc(MT->getLength(), B.getInt64Ty())});
       C.Copies++;
     }

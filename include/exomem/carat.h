@@ -125,6 +125,8 @@ void exo_carat_mover_stop(void);
 
 /* An allocation of size bytes at p was made at site (NULL p: a failed allocation, ignored). */
 void exo_carat_hook_alloc(void *p, uint64_t size, const char *site);
+/* Before realloc (or getline): no move may stop this thread until exo_carat_hook_realloc. */
+void exo_carat_hook_realloc_begin(void);
 /* realloc(old, size) returned p (old may be NULL; NULL p: failed, old unchanged). */
 void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site);
 /* p is about to be freed (NULL: nothing). */
@@ -134,10 +136,12 @@ void exo_carat_hook_global(void *p, uint64_t size, const char *name);
 /* A stack object whose address escapes: made at function entry, gone at return. */
 void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site);
 void exo_carat_hook_stack_free(void *p);
-/* The pointer value was stored into *slot. */
+/* The pointer value is about to be stored into *slot (called before the store, so that a
+ * move in between finds the slot). */
 void exo_carat_hook_escape(void *slot, const void *value);
-/* len bytes were copied to dst (memcpy, memmove, realloc): pointers among them escape. */
-void exo_carat_hook_copy(void *dst, uint64_t len);
+/* len bytes are about to be copied from src to dst (memcpy, memmove): the pointers among
+ * them escape to dst. */
+void exo_carat_hook_copy(void *dst, const void *src, uint64_t len);
 
 /* The guard's slow path, called by inline guards when [addr, addr + len) is outside the
  * one-region fast path; returns if the access is allowed, else reports and raises SIGSEGV. */

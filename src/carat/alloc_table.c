@@ -93,6 +93,11 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     n->size = size ? size : 1;   /* malloc(0) still hands out a unique address */
     n->kind = kind;
     n->site = site;
+    /* The block may have been asked for with this alignment (posix_memalign): a move keeps
+     * it. Judged once, at the first address, so that moves do not ratchet it up. */
+    n->align = 16;
+    while (n->align < 4096 && !(base & n->align))
+        n->align <<= 1;
     n->prio = next_prio();
     t->root = insert_node(t->root, n);
     t->count++;

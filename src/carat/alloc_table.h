@@ -17,6 +17,7 @@ struct escape_set {
 struct alloc {
     uintptr_t base, size;
     int kind;                /* EXO_CARAT_HEAP / GLOBAL / STACK */
+    uint32_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
     const char *site;
     struct escape_set escapes;
     struct alloc *left, *right;

@@ -30,7 +30,7 @@ struct carat_thread {
 };
 
 struct carat_tls {
-    volatile sig_atomic_t in_runtime;     /* a park request must wait until we leave */
+    volatile sig_atomic_t in_runtime;     /* depth: a park request waits until it is 0 */
     volatile sig_atomic_t park_pending;   /* one came while in_runtime */
     struct carat_thread *thread;          /* NULL until the thread's first escape */
     uint32_t parked_epoch;                /* the last stop this thread arrived at */
@@ -58,19 +58,21 @@ static inline void carat_ensure_init(void)
         exo_carat_init();
 }
 
-/* Bracket every runtime entry from instrumented code. */
+/* Bracket every runtime entry from instrumented code. They nest (a realloc is bracketed
+ * from before the call to the end of its hook, and the hook's own steps bracket themselves):
+ * the thread parks only when the outermost one ends. */
 static inline void carat_enter(void)
 {
-    exo_carat_tls.in_runtime = 1;
+    exo_carat_tls.in_runtime++;
     atomic_signal_fence(memory_order_seq_cst);
 }
 void exo_carat_park_self(void);
 static inline void carat_leave(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
-    exo_carat_tls.in_runtime = 0;
+    exo_carat_tls.in_runtime--;
     atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(exo_carat_tls.park_pending, 0))
+    if (__builtin_expect(exo_carat_tls.park_pending && !exo_carat_tls.in_runtime, 0))
         exo_carat_park_self();
 }
 
@@ -85,9 +87,9 @@ void exo_carat_flush_thread(struct carat_thread *t);
 /* Record that slot holds a pointer to value, if value is in a tracked allocation (lock
  * held). */
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value);
-/* Log every word of [dst, dst + len) that looks like a pointer into a tracked allocation
- * (lock held). */
-void exo_carat_scan_copy(uintptr_t dst, uint64_t len);
+/* Note, for every word of [src, src + len) that points into a tracked allocation, that the
+ * same offset of dst will hold it (lock held). src == dst: the pointers a block holds. */
+void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len);
 
 /* ---- stopping the world (world.c) ---- */
 

@@ -97,15 +97,16 @@ void exo_carat_flush_all(void)
         exo_carat_flush_thread(t);
 }
 
-CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uint64_t len)
+CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len)
 {
     uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
-    uintptr_t first = (dst + 7) & ~(uintptr_t)7, end = dst + len;
-    for (uintptr_t w = first; w + 8 <= end; w += 8) {
+    /* Words at 8-byte offsets from the start: a copy keeps offsets, and pointers in the
+     * copied data sit at aligned offsets of its source. */
+    for (uint64_t off = 0; off + 8 <= len; off += 8) {
         uintptr_t v;
-        memcpy(&v, (const void *)w, sizeof v);
+        memcpy(&v, (const void *)(src + off), sizeof v);
         if (v >= lo && v < hi)
-            exo_carat_note_escape(w, v);
+            exo_carat_note_escape(dst + off, v);
     }
 }
 
@@ -141,17 +142,27 @@ EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
     track(p, size, EXO_CARAT_HEAP, site);
 }
 
+EXO_API void exo_carat_hook_realloc_begin(void)
+{
+    carat_ensure_init();
+    carat_enter();   /* left at the end of exo_carat_hook_realloc */
+}
+
 EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site)
 {
-    if (!p)
-        return;           /* failed: old is untouched and still tracked */
-    if (size == UINT64_MAX)
-        size = malloc_usable_size(p);
-    if (old && old != p)
-        untrack(old);
-    track(p, size, EXO_CARAT_HEAP, site);
-    if (old && old != p)
-        exo_carat_hook_copy(p, size);   /* the pointers it held moved with it */
+    if (p) {   /* NULL: failed, old is untouched and still tracked */
+        if (size == UINT64_MAX)
+            size = malloc_usable_size(p);
+        if (old && old != p)
+            untrack(old);
+        track(p, size, EXO_CARAT_HEAP, site);
+        if (old != p) {   /* the pointers old held are in p now */
+            pthread_mutex_lock(&exo_carat.lock);
+            exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
+            pthread_mutex_unlock(&exo_carat.lock);
+        }
+    }
+    carat_leave();   /* the bracket exo_carat_hook_realloc_begin opened */
 }
 
 EXO_API void exo_carat_hook_free(void *p)
@@ -193,13 +204,13 @@ EXO_API void exo_carat_hook_escape(void *slot, const void *value)
     carat_leave();
 }
 
-EXO_API void exo_carat_hook_copy(void *dst, uint64_t len)
+EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
 {
-    if (len < sizeof(void *))
+    if (len < sizeof(void *) || !src || !dst)
         return;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_scan_copy((uintptr_t)dst, len);
+    exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
 }

@@ -15,6 +15,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <cpuid.h>
 #include <ucontext.h>
 
 #define MAX_RANGES 65536
@@ -53,7 +54,10 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
 {
     uintptr_t v;
     memcpy(&v, w, sizeof v);
-    if (v - p->base < p->size) {
+    /* One past the end counts: code walking the block (memcpy's end pointer, a loop's
+     * limit) holds it. It is never another heap block's first byte: malloc keeps a header
+     * between blocks. */
+    if (v - p->base <= p->size) {
         v += (uintptr_t)p->delta;
         memcpy(w, &v, sizeof v);
         p->patched++;
@@ -70,6 +74,45 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
     }
 }
 
+/* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through
+ * them. The SSE registers are in the signal frame's legacy area; the rest of the AVX and
+ * AVX-512 registers in its XSAVE area, at the offsets CPUID gives for each component, when
+ * the frame says it holds them. Every 8-byte lane is treated as a possible pointer. */
+#if defined(__x86_64__)
+#define FPXS_MAGIC 0x46505853u      /* the kernel's mark of an extended signal frame */
+#define XSAVE_HEADER 512            /* xstate_bv: which components the area holds */
+static const unsigned vector_components[] = { 2, 6, 7 };  /* YMM_Hi128, ZMM_Hi256, Hi16_ZMM */
+
+CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
+{
+    char *fp = (char *)uc->uc_mcontext.fpregs;
+    if (!fp)
+        return;
+    for (int i = 0; i < 16; i++) {
+        uint32_t *x = uc->uc_mcontext.fpregs->_xmm[i].element;
+        patch_word(p, (uintptr_t *)x);
+        patch_word(p, (uintptr_t *)(x + 2));
+    }
+    uint32_t magic, extended_size;
+    memcpy(&magic, fp + 464, 4);            /* struct _fpx_sw_bytes in the legacy area */
+    memcpy(&extended_size, fp + 468, 4);
+    if (magic != FPXS_MAGIC)
+        return;
+    uint64_t present;
+    memcpy(&present, fp + XSAVE_HEADER, 8);
+    for (size_t c = 0; c < sizeof vector_components / sizeof vector_components[0]; c++) {
+        unsigned comp = vector_components[c], size, offset, ecx, edx;
+        if (!(present & (1ull << comp)) || !__get_cpuid_count(0xd, comp, &size, &offset,
+                                                               &ecx, &edx))
+            continue;
+        if (!size || offset + size > extended_size)
+            continue;
+        for (unsigned off = 0; off + 8 <= size; off += 8)
+            patch_word(p, (uintptr_t *)(fp + offset + off));
+    }
+}
+#endif
+
 /* Registers and stack of one stopped thread. The scan starts 128 bytes below its stack
  * pointer (the x86-64 red zone, live data of a leaf function) and ends at the end of the
  * mapping that holds the stack (thread stacks end with the thread's TLS block, which is
@@ -83,15 +126,7 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, ucontext_t *uc)
                                 REG_R13, REG_R14, REG_R15 };
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
         patch_word(p, (uintptr_t *)&g[regs[i]]);
-    /* SSE registers: a struct copy may carry a pointer through one (either half). The
-     * upper halves of AVX registers are in the extended save area, not patched here
-     * (docs/carat.md). */
-    if (uc->uc_mcontext.fpregs)
-        for (int i = 0; i < 16; i++) {
-            uint32_t *x = uc->uc_mcontext.fpregs->_xmm[i].element;
-            patch_word(p, (uintptr_t *)x);
-            patch_word(p, (uintptr_t *)(x + 2));
-        }
+    patch_vectors(p, uc);
     uintptr_t sp = (uintptr_t)g[REG_RSP] - 128;
     int r = range_of(sp & ~(uintptr_t)7);
     if (r < 0)
@@ -108,6 +143,31 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, ucontext_t *uc)
     (void)p;
     (void)uc;
 #endif
+}
+
+/* Escapes still in the threads' logs (not yet in the table): a slot logged with a value
+ * inside the block is patched like a slot of its escape set. Their threads are stopped
+ * outside the runtime, so their logs are quiet. */
+CARAT_NO_ASAN static void patch_logged(struct patch *p)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        for (uint32_t i = 0; i < t->n; i++)
+            if (t->log[i].value - p->base < p->size && range_of(t->log[i].slot) >= 0)
+                patch_word(p, (uintptr_t *)t->log[i].slot);
+}
+
+/* After the copy, the logs speak of the new block: a logged slot inside the old block is at
+ * the same offset of the new one, and so is a logged value (its slot was patched, or will
+ * be written with the patched register). */
+static void rebase_logs(const struct patch *p)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        for (uint32_t i = 0; i < t->n; i++) {
+            if (t->log[i].slot - p->base < p->size)
+                t->log[i].slot += (uintptr_t)p->delta;
+            if (t->log[i].value - p->base < p->size)
+                t->log[i].value += (uintptr_t)p->delta;
+        }
 }
 
 /* Keep the escape map right after the copy: slots that were inside the old block are now
@@ -129,25 +189,17 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
     } while (nmoved == 64);
 }
 
-/* The alignment the allocation at base may rely on (posix_memalign / aligned_alloc). */
-static size_t alignment_of(uintptr_t base)
-{
-    size_t al = 16;
-    while (al < 4096 && !(base & al))
-        al <<= 1;
-    return al;
-}
-
 int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
 {
     struct exo_carat_move_cost c;
     memset(&c, 0, sizeof c);
-    uintptr_t base, size;
+    uintptr_t base, size, align;
     pthread_mutex_lock(&exo_carat.lock);
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
     bool heap = a && a->kind == EXO_CARAT_HEAP;
     base = a ? a->base : 0;
     size = a ? a->size : 0;
+    align = a ? a->align : 0;
     if (!maps_buf) {
         maps_buf = exo_carat_mem_alloc(MAPS_BUF);
         ranges = exo_carat_mem_alloc(2 * MAX_RANGES * sizeof *ranges);
@@ -159,7 +211,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
     void *dest = NULL;
-    if (posix_memalign(&dest, alignment_of(base), size))
+    if (posix_memalign(&dest, align, size))
         dest = NULL;
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
@@ -174,7 +226,6 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     }
     uint64_t t1 = exo_os_now_ns();
     pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_flush_all();
     a = exo_carat_alloc_table_find(&exo_carat.table, base);
     if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP) {
         pthread_mutex_unlock(&exo_carat.lock);
@@ -194,6 +245,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0 };
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
+    patch_logged(&p);
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
         patch_thread(&p, parked[i].ucontext);
@@ -201,7 +253,9 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     memcpy(dest, (void *)base, size);
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
-    exo_carat_scan_copy((uintptr_t)dest, size);
+    exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, size);
+    rebase_logs(&p);
+    exo_carat_flush_all();   /* the stopped threads' logs, now in the new coordinates */
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);
     exo_carat_world_resume();
