@@ -54,10 +54,9 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
 {
     uintptr_t v;
     memcpy(&v, w, sizeof v);
-    /* One past the end counts: code walking the block (memcpy's end pointer, a loop's
-     * limit) holds it. It is never another heap block's first byte: malloc keeps a header
-     * between blocks. */
-    if (v - p->base <= p->size) {
+    /* Not one past the end: malloc's own code, stopped in another thread, holds that address
+     * as the next chunk's header. */
+    if (v - p->base < p->size) {
         v += (uintptr_t)p->delta;
         memcpy(w, &v, sizeof v);
         p->patched++;
@@ -248,7 +247,8 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     patch_logged(&p);
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
-        patch_thread(&p, parked[i].ucontext);
+        if (parked[i].ucontext)
+            patch_thread(&p, parked[i].ucontext);
     uint64_t t4 = exo_os_now_ns();
     memcpy(dest, (void *)base, size);
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);

@@ -17,7 +17,8 @@
 
 static struct {
     _Atomic uint32_t epoch;       /* odd while the world is stopped */
-    _Atomic uint32_t arrived;
+    _Atomic uint32_t claimed;     /* slots of parked[] taken */
+    _Atomic uint32_t arrived;     /* slots of parked[] filled in */
     struct carat_parked parked[MAX_THREADS];
     int sig;
 } world;
@@ -36,11 +37,14 @@ static void on_stop(int sig, siginfo_t *si, void *uc)
      * stop that timed out, delivered while we wait here) must not count another thread. */
     if ((e & 1) && exo_carat_tls.parked_epoch != e) {
         exo_carat_tls.parked_epoch = e;
-        uint32_t i = atomic_fetch_add(&world.arrived, 1);
+        /* Fill the slot in before counting the arrival: the mover reads every slot once
+         * all have arrived. */
+        uint32_t i = atomic_fetch_add(&world.claimed, 1);
         if (i < MAX_THREADS) {
             world.parked[i].tid = exo_os_gettid();
             world.parked[i].ucontext = uc;
         }
+        atomic_fetch_add_explicit(&world.arrived, 1, memory_order_release);
         while (atomic_load(&world.epoch) == e)
             exo_os_futex_wait((const uint32_t *)&world.epoch, e);
     }
@@ -80,6 +84,7 @@ int exo_carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_
     static pid_t tids[MAX_THREADS], signalled[MAX_THREADS];
     int nsig = 0;
     pid_t self = exo_os_gettid();
+    atomic_store(&world.claimed, 0);
     atomic_store(&world.arrived, 0);
     atomic_fetch_add(&world.epoch, 1);             /* now odd: handlers park */
     uint64_t deadline = exo_os_now_ns() + timeout_ns;
@@ -105,7 +110,8 @@ int exo_carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_
         /* Wait for them; a thread that exits before parking is no longer waited for. */
         int need = nsig;
         for (uint64_t next_check = exo_os_now_ns() + 1000000;
-             atomic_load(&world.arrived) < (uint32_t)need;) {
+             atomic_load(&world.arrived) < (uint32_t)need ||
+             atomic_load(&world.arrived) != atomic_load(&world.claimed);) {
             uint64_t now = exo_os_now_ns();
             if (now > deadline) {
                 int missing = need - (int)atomic_load(&world.arrived);
