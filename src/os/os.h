@@ -239,6 +239,19 @@ typedef struct exo_os_sigpipe_hold {
 void exo_os_sigpipe_hold_start(exo_os_sigpipe_hold *h);
 void exo_os_sigpipe_hold_end(exo_os_sigpipe_hold *h);
 
+/* --- stopping a process's threads (CARAT's moves); none of these call malloc --- */
+
+/* The ids of this process's threads (/proc/self/task) into tids; returns how many, or
+ * -EXO_ENOSPC if there are more than max, or another -EXO_ code. */
+int exo_os_list_threads(pid_t *tids, int max);
+/* Wait while *word == expected (or until a wake or a signal); wake every waiter. */
+void exo_os_futex_wait(const uint32_t *word, uint32_t expected);
+void exo_os_futex_wake_all(const uint32_t *word);
+/* This process's readable and writable mappings as sorted [lo, hi) pairs in ranges (one per
+ * mapping, so a thread's stack is one range), read from /proc/self/maps into buf. Returns how many pairs, -EXO_ENOSPC
+ * when more than max or buf is too small, or another -EXO_ code. */
+int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len);
+
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);
 /* Find a mounted hugetlbfs with the given page size; writes its path. */
