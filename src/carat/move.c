@@ -25,6 +25,22 @@ static uintptr_t *ranges;     /* writable mappings at the time of the move: [lo,
 static int nranges;
 static char *maps_buf;
 
+/* The writable mappings are read from /proc/self/maps only when a move needs them (about
+ * 40 us): for a slot outside every tracked allocation, or a stack not seen before. */
+static bool maps_loaded;
+
+static int load_maps(void)
+{
+    if (maps_loaded)
+        return 0;
+    int nr = exo_os_writable_ranges(ranges, MAX_RANGES, maps_buf, MAPS_BUF);
+    if (nr < 0)
+        return nr;
+    nranges = nr;
+    maps_loaded = true;
+    return 0;
+}
+
 /* The writable range holding [a, a + 8), or -1. */
 static int range_of(uintptr_t a)
 {
@@ -39,6 +55,41 @@ static int range_of(uintptr_t a)
             return a + 8 <= ranges[2 * mid + 1] ? mid : -1;
     }
     return -1;
+}
+
+/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can;
+ * elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented library) only
+ * if a writable mapping holds them. Unknown (the mappings unreadable): no. */
+static bool slot_usable(uintptr_t slot)
+{
+    const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
+    if (a && slot + 8 <= a->base + a->size)
+        return true;
+    return load_maps() == 0 && range_of(slot) >= 0;
+}
+
+/* Where each thread's stack mapping ends, kept across moves: a thread's stack does not move
+ * while it lives. Checked against the stack pointer before use (a thread id can be reused). */
+#define STACK_CACHE 256
+static struct { pid_t tid; uintptr_t lo, hi; } stacks[STACK_CACHE];
+
+static bool stack_of(pid_t tid, uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+    unsigned h = (unsigned)tid % STACK_CACHE;
+    if (stacks[h].tid == tid && sp >= stacks[h].lo && sp < stacks[h].hi) {
+        *lo = stacks[h].lo;
+        *hi = stacks[h].hi;
+        return true;
+    }
+    if (load_maps() != 0)
+        return false;
+    int r = range_of(sp & ~(uintptr_t)7);
+    if (r < 0)
+        return false;
+    stacks[h].tid = tid;
+    *lo = stacks[h].lo = ranges[2 * r];
+    *hi = stacks[h].hi = ranges[2 * r + 1];
+    return true;
 }
 
 struct patch {
@@ -68,7 +119,7 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
     struct escape_set *s = &a->escapes;
     for (uint32_t i = 0; i < s->cap; i++) {
         uintptr_t slot = s->slots[i];
-        if (slot && range_of(slot) >= 0)
+        if (slot && slot_usable(slot))
             patch_word(p, (uintptr_t *)slot);
     }
 }
@@ -116,7 +167,7 @@ CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
  * pointer (the x86-64 red zone, live data of a leaf function) and ends at the end of the
  * mapping that holds the stack (thread stacks end with the thread's TLS block, which is
  * scanned too: thread-local pointers). */
-CARAT_NO_ASAN static void patch_thread(struct patch *p, ucontext_t *uc)
+CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *uc)
 {
 #if defined(__x86_64__)
     greg_t *g = uc->uc_mcontext.gregs;
@@ -126,20 +177,18 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, ucontext_t *uc)
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
         patch_word(p, (uintptr_t *)&g[regs[i]]);
     patch_vectors(p, uc);
-    uintptr_t sp = (uintptr_t)g[REG_RSP] - 128;
-    int r = range_of(sp & ~(uintptr_t)7);
-    if (r < 0)
-        r = range_of((uintptr_t)g[REG_RSP] & ~(uintptr_t)7);
-    if (r < 0)
+    uintptr_t rsp = (uintptr_t)g[REG_RSP] & ~(uintptr_t)7, lo, hi;
+    if (!stack_of(tid, rsp, &lo, &hi))
         return;
-    uintptr_t from = sp < ranges[2 * r] ? ranges[2 * r] : sp & ~(uintptr_t)7;
-    /* Skip the signal frame itself (between the red zone and the ucontext it holds):
-     * its register copy is patched above; the rest is the kernel's. */
-    for (uintptr_t w = from; w + 8 <= ranges[2 * r + 1]; w += 8)
+    uintptr_t from = rsp - 128 < lo ? lo : rsp - 128;   /* the red zone, within the stack */
+    /* The signal frame (below the red zone, or on an alternate stack) is not scanned: its
+     * register copy is patched above; the rest is the kernel's. */
+    for (uintptr_t w = from; w + 8 <= hi; w += 8)
         if (w < (uintptr_t)uc || w >= (uintptr_t)(uc + 1))
             patch_word(p, (uintptr_t *)w);
 #else
     (void)p;
+    (void)tid;
     (void)uc;
 #endif
 }
@@ -151,7 +200,7 @@ CARAT_NO_ASAN static void patch_logged(struct patch *p)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
         for (uint32_t i = 0; i < t->n; i++)
-            if (t->log[i].value - p->base < p->size && range_of(t->log[i].slot) >= 0)
+            if (t->log[i].value - p->base < p->size && slot_usable(t->log[i].slot))
                 patch_word(p, (uintptr_t *)t->log[i].slot);
 }
 
@@ -233,14 +282,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
         return exo_fail(EXO_EAGAIN, "the allocation at %#lx changed while the world stopped",
                         (unsigned long)base);
     }
-    int nr = exo_os_writable_ranges(ranges, MAX_RANGES, maps_buf, MAPS_BUF);
-    if (nr < 0) {
-        pthread_mutex_unlock(&exo_carat.lock);
-        exo_carat_world_resume();
-        free(dest);
-        return exo_fail(-nr, "cannot read the process's mappings");
-    }
-    nranges = nr;
+    maps_loaded = false;   /* read again if this move needs them */
     struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0 };
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
@@ -248,7 +290,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
-            patch_thread(&p, parked[i].ucontext);
+            patch_thread(&p, parked[i].tid, parked[i].ucontext);
     uint64_t t4 = exo_os_now_ns();
     memcpy(dest, (void *)base, size);
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
