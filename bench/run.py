@@ -478,7 +478,12 @@ def paper_section(paper, where):
     if paper in PAPER_SECTION:
         return PAPER_SECTION[paper]
     return next((s for pp, place, s in SECTION_BY_PAPER_PLACE
-                 if pp == paper and str(where).startswith(place)), "other")
+                 if pp == paper and place_matches(str(where), place)), "other")
+
+
+def place_matches(where, place):
+    """Is `where` at `place` ("Figure 1" matches "Figure 1, quoted..." but not "Figure 11")?"""
+    return where.startswith(place) and not where[len(place):len(place) + 1].isdigit()
 
 
 def write_outputs(out, machine, entries, runs, targets, papers):
@@ -649,6 +654,7 @@ def selftest():
     check(paper_section("spacejmp", "Figure 1, quoted in Section 2.4") == "fig1" and
           paper_section("hybrid-segmentation", "Figure 5, Section 4.2.1") == "fig5" and
           paper_section("hybrid-segmentation", "Figure 1") == "other" and
+          paper_section("spacejmp", "Figure 11") != "fig1" and
           paper_section("carat", "Table 2") == "other" and
           paper_section("avm", "AVM, Figure 1") == PAPER_SECTION["avm"] != "fig1",
           "paper numbers are routed by paper and place, not by place alone")

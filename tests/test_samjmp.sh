@@ -39,10 +39,14 @@ fail() {
     failures=$((failures + 1))
 }
 
-# Files with several references, unmapped reads, equal positions on both strands, BAM input.
+# Files with several references, unmapped reads, equal positions on both strands, duplicates
+# (mpileup.1), QC failures (depad), supplementary records (fast_collate, bam2fq), reads past
+# the end of their reference (consen1), BAM input, a BAM header without @SQ text (no_hdr_sq_1).
+# Each reference is short: pileup prints every position of it.
 FILES="$TESTDAT/dat/mpileup.1.sam $TESTDAT/dat/mpileup.2.sam $TESTDAT/dat/test_input_1_a.bam
 $TESTDAT/dat/test_input_1_b.sam $TESTDAT/fixmate/1_coord_sort.sam $TESTDAT/dat/view.001.sam
-$TESTDAT/bam2fq/6.sam"
+$TESTDAT/dat/depad.001p.sam $TESTDAT/collate/fast_collate.sam $TESTDAT/dat/bam2fq.001.sam
+$TESTDAT/consensus/consen1.sam /usr/share/htslib-test/test/no_hdr_sq_1.bam"
 
 # expect_same WHAT FILE1 FILE2
 expect_same() {

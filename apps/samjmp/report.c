@@ -54,14 +54,23 @@ static void flagstat_count(struct flagstat *st, const bam1_core_t *c)
         st->dup[w]++;
 }
 
-/* samtools' percentage: single-precision quotient, "N/A" without a total. */
-static const char *percent(char *buf, size_t cap, long long n, long long total)
+/* One line of samtools flagstat: "P + F label", with "(p% : f%)" of `of` when not NULL
+ * (samtools' percentage: a single-precision quotient, "N/A" without a total). */
+static void flagstat_line(FILE *out, const long long v[2], const char *label,
+                          const long long *of)
 {
-    if (total == 0)
-        snprintf(buf, cap, "N/A");
-    else
-        snprintf(buf, cap, "%.2f%%", (float)n / total * 100.0);
-    return buf;
+    fprintf(out, "%lld + %lld %s", v[0], v[1], label);
+    if (of) {
+        char pct[2][32];
+        for (int w = 0; w < 2; w++) {
+            if (of[w] == 0)
+                snprintf(pct[w], sizeof pct[w], "N/A");
+            else
+                snprintf(pct[w], sizeof pct[w], "%.2f%%", (float)v[w] / of[w] * 100.0);
+        }
+        fprintf(out, " (%s : %s)", pct[0], pct[1]);
+    }
+    fputc('\n', out);
 }
 
 int sj_flagstat(struct sj_store *s, FILE *out)
@@ -74,34 +83,22 @@ int sj_flagstat(struct sj_store *s, FILE *out)
     const sj_ref *recs = sj_ptr(s, s->h->recs);
     for (uint64_t i = 0; i < s->h->n_recs; i++)
         flagstat_count(&st, &((const struct sj_rec *)sj_ptr(s, recs[i]))->core);
-    char a[32], b[32];
-#define PAIR(f) st.f[0], st.f[1]
-    fprintf(out, "%lld + %lld in total (QC-passed reads + QC-failed reads)\n", PAIR(reads));
-    fprintf(out, "%lld + %lld primary\n", PAIR(primary));
-    fprintf(out, "%lld + %lld secondary\n", PAIR(secondary));
-    fprintf(out, "%lld + %lld supplementary\n", PAIR(supp));
-    fprintf(out, "%lld + %lld duplicates\n", PAIR(dup));
-    fprintf(out, "%lld + %lld primary duplicates\n", PAIR(pdup));
-    fprintf(out, "%lld + %lld mapped (%s : %s)\n", PAIR(mapped),
-            percent(a, sizeof a, st.mapped[0], st.reads[0]),
-            percent(b, sizeof b, st.mapped[1], st.reads[1]));
-    fprintf(out, "%lld + %lld primary mapped (%s : %s)\n", PAIR(pmapped),
-            percent(a, sizeof a, st.pmapped[0], st.primary[0]),
-            percent(b, sizeof b, st.pmapped[1], st.primary[1]));
-    fprintf(out, "%lld + %lld paired in sequencing\n", PAIR(paired));
-    fprintf(out, "%lld + %lld read1\n", PAIR(read1));
-    fprintf(out, "%lld + %lld read2\n", PAIR(read2));
-    fprintf(out, "%lld + %lld properly paired (%s : %s)\n", PAIR(proper),
-            percent(a, sizeof a, st.proper[0], st.paired[0]),
-            percent(b, sizeof b, st.proper[1], st.paired[1]));
-    fprintf(out, "%lld + %lld with itself and mate mapped\n", PAIR(both_mapped));
-    fprintf(out, "%lld + %lld singletons (%s : %s)\n", PAIR(singletons),
-            percent(a, sizeof a, st.singletons[0], st.paired[0]),
-            percent(b, sizeof b, st.singletons[1], st.paired[1]));
-    fprintf(out, "%lld + %lld with mate mapped to a different chr\n", PAIR(diff_chr));
-    fprintf(out, "%lld + %lld with mate mapped to a different chr (mapQ>=5)\n",
-            PAIR(diff_chr_q5));
-#undef PAIR
+    flagstat_line(out, st.reads, "in total (QC-passed reads + QC-failed reads)", NULL);
+    flagstat_line(out, st.primary, "primary", NULL);
+    flagstat_line(out, st.secondary, "secondary", NULL);
+    flagstat_line(out, st.supp, "supplementary", NULL);
+    flagstat_line(out, st.dup, "duplicates", NULL);
+    flagstat_line(out, st.pdup, "primary duplicates", NULL);
+    flagstat_line(out, st.mapped, "mapped", st.reads);
+    flagstat_line(out, st.pmapped, "primary mapped", st.primary);
+    flagstat_line(out, st.paired, "paired in sequencing", NULL);
+    flagstat_line(out, st.read1, "read1", NULL);
+    flagstat_line(out, st.read2, "read2", NULL);
+    flagstat_line(out, st.proper, "properly paired", st.paired);
+    flagstat_line(out, st.both_mapped, "with itself and mate mapped", NULL);
+    flagstat_line(out, st.singletons, "singletons", st.paired);
+    flagstat_line(out, st.diff_chr, "with mate mapped to a different chr", NULL);
+    flagstat_line(out, st.diff_chr_q5, "with mate mapped to a different chr (mapQ>=5)", NULL);
     return ferror(out) ? exomem_set_error(EXO_EIO, "writing flagstat: %s", strerror(errno)) : 0;
 }
 
@@ -200,19 +197,22 @@ static int ring_reserve(struct depth_ring *r, int64_t end)
 /* samtools depth's default filter: not unmapped, secondary, QC-failed or duplicate. */
 #define DEPTH_SKIP (BAM_FUNMAP | BAM_FSECONDARY | BAM_FQCFAIL | BAM_FDUP)
 
-static int depth_add(struct depth_ring *r, const struct sj_rec *rec, int64_t len)
+/* Count rec's aligned bases; *covered_end: the end of the furthest one so far (samtools
+ * depth prints positions past the reference's length where reads cover them). */
+static int depth_add(struct depth_ring *r, const struct sj_rec *rec, int64_t *covered_end)
 {
     int64_t pos = rec->core.pos;
     const uint32_t *cig = (const uint32_t *)(rec->data + rec->core.l_qname);
     for (uint32_t k = 0; k < rec->core.n_cigar; k++) {
         int op = bam_cigar_op(cig[k]);
         int64_t n = bam_cigar_oplen(cig[k]);
-        if (op == BAM_CMATCH || op == BAM_CEQUAL || op == BAM_CDIFF) {
-            int64_t end = pos + n < len ? pos + n : len;
-            if (end > pos && ring_reserve(r, end) != 0)
+        if ((op == BAM_CMATCH || op == BAM_CEQUAL || op == BAM_CDIFF) && n > 0) {
+            if (ring_reserve(r, pos + n) != 0)
                 return -EXO_ENOMEM;
-            for (int64_t p = pos; p < end; p++)
+            for (int64_t p = pos; p < pos + n; p++)
                 r->d[(uint64_t)p & (r->cap - 1)]++;
+            if (pos + n > *covered_end)
+                *covered_end = pos + n;
         }
         if (bam_cigar_type(op) & 2) /* consumes the reference */
             pos += n;
@@ -240,6 +240,7 @@ int sj_pileup(struct sj_store *s, FILE *out)
         r.name_len = strlen(r.name);
         r.emitted = 0;
         int used = 0; /* samtools depth -a prints only references it saw a read on */
+        int64_t covered_end = 0;
         for (; i < n; i++) {
             const struct sj_rec *rec = sj_ptr(s, sorted[i]);
             if (rec->core.tid != tid)
@@ -247,14 +248,12 @@ int sj_pileup(struct sj_store *s, FILE *out)
             if (rec->core.flag & DEPTH_SKIP)
                 continue;
             used = 1;
-            ring_emit(&r, rec->core.pos < t[tid].len ? rec->core.pos : t[tid].len);
-            if ((rc = depth_add(&r, rec, t[tid].len)))
+            ring_emit(&r, rec->core.pos);
+            if ((rc = depth_add(&r, rec, &covered_end)))
                 goto out;
         }
         if (used)
-            ring_emit(&r, t[tid].len);
-        else
-            memset(r.d, 0, r.cap * sizeof *r.d);
+            ring_emit(&r, covered_end > t[tid].len ? covered_end : t[tid].len);
     }
     ring_flush_buf(&r);
     if (ferror(out))
@@ -279,6 +278,21 @@ int sj_view(struct sj_store *s, const char *out_path, int header, int input_orde
     if (!hdr || !o) {
         rc = exomem_set_error(EXO_EIO, "view: cannot %s", hdr ? "open the output" :
                               "parse the stored header");
+        goto out;
+    }
+    /* A BAM header may list references in binary only (no @SQ text): add them, else htslib
+     * cannot name the records' references. */
+    const struct sj_target *t = sj_ptr(s, h->targets);
+    for (int64_t i = hdr ? sam_hdr_nref(hdr) : 0; hdr && i < h->n_targets; i++) {
+        char len[24];
+        snprintf(len, sizeof len, "%lld", (long long)t[i].len);
+        if (sam_hdr_add_line(hdr, "SQ", "SN", (const char *)sj_ptr(s, t[i].name), "LN", len,
+                             NULL) < 0)
+            break;
+    }
+    if (hdr && sam_hdr_nref(hdr) != h->n_targets) {
+        rc = exomem_set_error(EXO_ECORRUPT, "view: the stored header names %d references, "
+                              "the records %lld", sam_hdr_nref(hdr), (long long)h->n_targets);
         goto out;
     }
     if (header && sam_hdr_write(o, hdr) < 0) {
