@@ -108,13 +108,14 @@ static int vas_open(struct sj_store *s, const struct sj_where *w, int create)
     char sn[EXOMEM_NAME_MAX + 16];
     chunk_name(sn, sizeof sn, s->name, 0);
     segid_t sid;
-    uint64_t base = w->base;
+    uint64_t base = w->base, chunk = w->chunk_size;
     rc = seg_find(sn, &sid);
-    if (rc == 0) {
+    if (rc == 0) { /* an existing chunk 0 decides, also for a header never written */
         struct seg_info si;
         if ((rc = seg_ctl(sid, SEG_CTL_INFO, &si)))
             return rc;
         base = si.base;
+        chunk = si.size;
     } else if (rc != -EXO_ENOENT || !create) {
         return rc == -EXO_ENOENT ? exomem_set_error(EXO_ENOENT, "store '%s' has no chunk 0: "
                                                     "run samjmp load", s->name) : rc;
@@ -122,7 +123,7 @@ static int vas_open(struct sj_store *s, const struct sj_where *w, int create)
     if (base % GIB)
         return exomem_set_error(EXO_EALIGN, "store '%s': base 0x%llx is not 1 GiB-aligned",
                                 s->name, (unsigned long long)base);
-    if (rc == -EXO_ENOENT && (rc = vas_add_chunk(s, 0, base, w->chunk_size)))
+    if (rc == -EXO_ENOENT && (rc = vas_add_chunk(s, 0, base, chunk)))
         return rc;
     if ((rc = vas_attach(s->vid, &s->vh)))
         return rc;
@@ -134,7 +135,12 @@ static int vas_open(struct sj_store *s, const struct sj_where *w, int create)
     s->delta = 0;
     s->h = (struct sj_header *)(uintptr_t)base;
     if (s->h->magic == 0 && create)
-        init_header(s, w->chunk_size, GIB, base);
+        init_header(s, chunk, GIB, base);
+    if (s->h->magic != 0 && s->h->chunk_size != chunk)
+        return exomem_set_error(EXO_ECORRUPT, "store '%s': header says %llu-byte chunks, "
+                                "segment %s has %llu bytes", s->name,
+                                (unsigned long long)s->h->chunk_size, sn,
+                                (unsigned long long)chunk);
     return 0;
 }
 

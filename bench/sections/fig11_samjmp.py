@@ -13,9 +13,10 @@ TITLE = "Figures 11-12: a SAM pipeline through address spaces (samjmp)"
 ORDER = 56
 PROGRAMS = ["bench_samjmp"]
 PAPER_PLACES = [("spacejmp", "Figure 11"), ("spacejmp", "Figure 12")]
-# Full run: reads for 1M and 2M reads made once (dwgsim + minimap2, about 1 and 2 minutes
-# here, then cached in the build directory), and 3 repeats of every operation of four
-# tools (about 40 s a repeat at 1M reads on this shared 2-core VM, twice that at 2M).
+# Full run: 1M and 2M reads, 3 repeats of every operation of four tools. Measured here: a
+# repeat at 1M reads takes about a minute (samtools' BAM sort alone 17-28 s), twice that at
+# 2M; making the 1M reads took 74 s of CPU (dwgsim, minimap2, samtools; 8 minutes' wall on the
+# loaded VM), cached in the build directory after that. A timeout keeps the 1M results.
 TIMEOUT = 15 * 60
 
 INTRO = (
