@@ -9,6 +9,8 @@
  *   samtools-sam  flagstat in.sam; sort -O sam in.sam; depth -a sorted.sam
  *                 (samtools cannot index a SAM text file: no index for SAM)
  *   samtools-bam  flagstat in.bam; sort in.bam; index sorted.bam; depth -a sorted.bam
+ *   samtools-bam-2t  the same with -@ 1 (two threads: the multi-threaded peer; samjmp's
+ *                 stages are single-threaded)
  *   samjmp-vas    load in.sam; sort; index; flagstat; pileup    (records in a VAS)
  *   samjmp-mmap   the same with --mmap (records in a file in /dev/shm, offsets)
  * "pipeline" is the sum of a tool's operations in that repeat (samjmp's includes its load,
@@ -101,27 +103,30 @@ static void path_in(char *out, const char *name)
     snprintf(out, PATH_MAX, "%s/%s", work_dir, name);
 }
 
-/* One repeat of samtools on SAM or BAM. */
-static void samtools_repeat(long reads, int bam)
+/* One repeat of samtools on SAM or BAM; with `threads`, BAM with -@ threads-1 helpers
+ * (BGZF compression and decompression, sort blocks), the multi-threaded peer. */
+static void samtools_repeat(long reads, int bam, int threads)
 {
-    const char *tool = bam ? "samtools-bam" : "samtools-sam";
-    char in[PATH_MAX], sorted[PATH_MAX];
+    const char *tool = !bam ? "samtools-sam" : threads > 1 ? "samtools-bam-2t" : "samtools-bam";
+    char in[PATH_MAX], sorted[PATH_MAX], extra[16];
     path_in(in, bam ? "in.bam" : "in.sam");
     path_in(sorted, bam ? "sorted.bam" : "sorted.sam");
+    snprintf(extra, sizeof extra, "%d", threads > 1 ? threads - 1 : 0);
     double total = 0, s;
-    s = run((char *[]){ "samtools", "flagstat", in, NULL }, NULL);
+    s = run((char *[]){ "samtools", "flagstat", "-@", extra, in, NULL }, NULL);
     emit(reads, tool, "flagstat", s);
     total += s;
-    s = run((char *[]){ "samtools", "sort", "-O", bam ? "bam" : "sam", "-o", sorted, in, NULL },
+    s = run((char *[]){ "samtools", "sort", "-@", extra, "-O", bam ? "bam" : "sam", "-o", sorted,
+                        in, NULL },
             NULL);
     emit(reads, tool, "sort", s);
     total += s;
     if (bam) {
-        s = run((char *[]){ "samtools", "index", sorted, NULL }, NULL);
+        s = run((char *[]){ "samtools", "index", "-@", extra, sorted, NULL }, NULL);
         emit(reads, tool, "index", s);
         total += s;
     }
-    s = run((char *[]){ "samtools", "depth", "-a", sorted, NULL }, NULL);
+    s = run((char *[]){ "samtools", "depth", "-@", extra, "-a", sorted, NULL }, NULL);
     emit(reads, tool, "pileup", s);
     total += s;
     emit(reads, tool, "pipeline", total);
@@ -202,8 +207,9 @@ static int body(void)
                "\"op\": \"index\"}, \"reason\": \"samtools cannot index a SAM text file\"}\n",
                reads);
         for (int r = 0; r < repeats; r++) {
-            samtools_repeat(reads, 0);
-            samtools_repeat(reads, 1);
+            samtools_repeat(reads, 0, 1);
+            samtools_repeat(reads, 1, 1);
+            samtools_repeat(reads, 1, 2);
             samjmp_repeat(reads, 0);
             samjmp_repeat(reads, 1);
             fflush(stdout);
