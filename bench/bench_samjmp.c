@@ -13,6 +13,8 @@
  *                 stages are single-threaded)
  *   samjmp-vas    load in.sam; sort; index; flagstat; pileup    (records in a VAS)
  *   samjmp-mmap   the same with --mmap (records in a file in /dev/shm, offsets)
+ * "flagstat-2clients": two flagstat processes started together, until both exit (samjmp's
+ * readers share the store; samtools' read the same file).
  * "pipeline" is the sum of a tool's operations in that repeat (samjmp's includes its load,
  * the one time it parses SAM). The tools alternate within a repeat so that they share the
  * machine's load. Prints one JSON line per measurement: name "samjmp_op", unit "s",
@@ -47,32 +49,47 @@ static long read_counts[8];
 static int n_counts;
 static int data_limit_s = 600;
 
-/* Run argv with stdout to /dev/null (or to `out` when not NULL); exit status 0 or die.
- * Returns the wall-clock seconds from fork to exit. */
-static double run(char *const argv[], const char *out)
+#define MAX_CLIENTS 4
+/* Clients run side by side in the "2 clients" operations. */
+#define CLIENTS 2
+
+/* Run `n` copies of argv at once with stdout to /dev/null (or, for one, to `out` when not
+ * NULL); each must exit 0, else die. Returns the wall-clock seconds from the first fork to
+ * the last exit. */
+static double run_n(char *const argv[], const char *out, int n)
 {
     fflush(NULL);
     uint64_t t0 = bench_now_ns();
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("bench_samjmp: fork");
-        exit(1);
-    }
-    if (pid == 0) {
-        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, 1) < 0)
-            _exit(126);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) {
-            perror("bench_samjmp: waitpid");
+    pid_t pids[MAX_CLIENTS];
+    for (int i = 0; i < n; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0) {
+            perror("bench_samjmp: fork");
             exit(1);
         }
+        if (pids[i] == 0) {
+            int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 1) < 0)
+                _exit(126);
+            execvp(argv[0], argv);
+            _exit(127);
+        }
+    }
+    int failed = 0, st = 0;
+    for (int i = 0; i < n; i++) {
+        int one;
+        while (waitpid(pids[i], &one, 0) < 0)
+            if (errno != EINTR) {
+                perror("bench_samjmp: waitpid");
+                exit(1);
+            }
+        if (!WIFEXITED(one) || WEXITSTATUS(one) != 0) {
+            failed = 1;
+            st = one;
+        }
+    }
     double s = (double)(bench_now_ns() - t0) / 1e9;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    if (failed) {
         fprintf(stderr, "bench_samjmp: %s", argv[0]);
         for (int i = 1; argv[i]; i++)
             fprintf(stderr, " %s", argv[i]);
@@ -80,6 +97,11 @@ static double run(char *const argv[], const char *out)
         exit(1);
     }
     return s;
+}
+
+static double run(char *const argv[], const char *out)
+{
+    return run_n(argv, out, 1);
 }
 
 static void emit(long reads, const char *tool, const char *op, double s)
@@ -116,6 +138,8 @@ static void samtools_repeat(long reads, int bam, int threads)
     s = run((char *[]){ "samtools", "flagstat", "-@", extra, in, NULL }, NULL);
     emit(reads, tool, "flagstat", s);
     total += s;
+    s = run_n((char *[]){ "samtools", "flagstat", "-@", extra, in, NULL }, NULL, CLIENTS);
+    emit(reads, tool, "flagstat-2clients", s);
     s = run((char *[]){ "samtools", "sort", "-@", extra, "-O", bam ? "bam" : "sam", "-o", sorted,
                         in, NULL },
             NULL);
@@ -158,6 +182,8 @@ static void samjmp_repeat(long reads, int mmap_store)
         double s = run(argv, NULL);
         emit(reads, tool, ops[i], s);
         total += s;
+        if (strcmp(ops[i], "flagstat") == 0) /* readers share the store */
+            emit(reads, tool, "flagstat-2clients", run_n(argv, NULL, CLIENTS));
     }
     emit(reads, tool, "pipeline", total);
     argv[a] = "drop";

@@ -5,7 +5,8 @@
 # sort's output) and pileup (against samtools depth -a) must be identical to samtools'. Then a
 # load, a sort and an index are each stopped half-way and killed with -9: the stages after it
 # must refuse with a message naming the stage to run, the lock must be free, and running the
-# stage again must give the same results in the same space.
+# stage again must give the same results in the same space. Readers run side by side, and a
+# writer waits for them.
 # Needs EXOMEM_BUILD (set by CTest); uses its own registry and store directory under /dev/shm.
 set -u
 
@@ -173,6 +174,32 @@ for variant in vas mmap; do
     expect_refusal load "${opts[@]}" sort st
     timeout 20 "$SJ" "${opts[@]}" load "$f" st && "$SJ" "${opts[@]}" sort st &&
         "$SJ" "${opts[@]}" index st || fail "pipeline after a killed load ($variant)"
+    check_store "${opts[@]}"
+    "$SJ" "${opts[@]}" drop st || fail "drop ($variant)"
+done
+
+# Readers share the store, writers have it alone: while a reader holds it (stopped right
+# after opening it), another reader runs, but a sort waits (timeout ends it) until the
+# reader is killed.
+for variant in vas mmap; do
+    opts=(--chunk-mib 1)
+    [ $variant = mmap ] && opts+=(--mmap "$MMAP_DIR")
+    "$SJ" "${opts[@]}" load "$f" st && "$SJ" "${opts[@]}" sort st &&
+        "$SJ" "${opts[@]}" index st || fail "setup for readers ($variant)"
+    SAMJMP_STALL=read "$SJ" "${opts[@]}" flagstat st >/dev/null 2>&1 &
+    stopped_pid=$!
+    wait_stopped $stopped_pid || fail "the first reader never stopped ($variant)"
+    timeout 20 "$SJ" "${opts[@]}" flagstat st >"$TMP/got.flagstat" ||
+        fail "a second reader did not run beside the first ($variant)"
+    expect_same "flagstat beside another reader ($variant)" "$TMP/got.flagstat" "$TMP/want.flagstat"
+    timeout 2 "$SJ" "${opts[@]}" sort st >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 124 ] || fail "sort did not wait for a reader: exit $rc ($variant)"
+    kill -9 $stopped_pid
+    wait $stopped_pid 2>/dev/null
+    stopped_pid=
+    timeout 20 "$SJ" "${opts[@]}" sort st && timeout 20 "$SJ" "${opts[@]}" index st ||
+        fail "sort and index after the reader died ($variant)"
     check_store "${opts[@]}"
     "$SJ" "${opts[@]}" drop st || fail "drop ($variant)"
 done

@@ -53,8 +53,9 @@ int sj_pileup(struct sj_store *s, FILE *out);
  * order. */
 int sj_view(struct sj_store *s, const char *out_path, int header, int input_order);
 
-/* For the crash tests: stop the process (SIGSTOP) at point `where` ("load", "sort",
- * "index") of a stage when SAMJMP_STALL names it, so that a test can kill it there. */
+/* For the tests: stop the process (SIGSTOP) at point `where` ("load", "sort", "index": in
+ * the middle of that stage; "read": a reading stage that has just opened the store) when
+ * SAMJMP_STALL names it, so that a test can kill it there or act while it holds the store. */
 void sj_stall_point(const char *where);
 
 #endif

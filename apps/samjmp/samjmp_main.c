@@ -126,9 +126,14 @@ int main(int argc, char **argv)
     struct sj_store s;
     if (w.chunk_size == 0)
         w.chunk_size = strcmp(cmd, "load") == 0 ? chunk_for(argv[optind]) : MIN_CHUNK;
-    int rc = sj_open(&s, store, &w, strcmp(cmd, "load") == 0);
+    enum sj_mode mode = strcmp(cmd, "load") == 0 ? SJ_CREATE
+                        : strcmp(cmd, "sort") == 0 || strcmp(cmd, "index") == 0 ? SJ_WRITE
+                                                                                  : SJ_READ;
+    int rc = sj_open(&s, store, &w, mode);
     if (rc)
         return fail(cmd, rc);
+    if (mode == SJ_READ)
+        sj_stall_point("read"); /* tests: a reader holding the store */
     if (strcmp(cmd, "load") == 0)
         rc = sj_load(&s, argv[optind]);
     else if (strcmp(cmd, "sort") == 0)

@@ -35,6 +35,11 @@ static void chunk_name(char *out, size_t cap, const char *store, unsigned i)
     snprintf(out, cap, "%s.c%u", store, i);
 }
 
+static void ro_name(char *out, size_t cap, const char *store)
+{
+    snprintf(out, cap, "%s.ro", store);
+}
+
 static void mmap_path(char *out, size_t cap, const char *dir, const char *store)
 {
     snprintf(out, cap, "%s/%s.sjm", dir, store);
@@ -88,6 +93,9 @@ static int vas_add_chunk(struct sj_store *s, unsigned i, uint64_t base, uint64_t
     rc = seg_attach(s->vid, sid, SEG_RDWR);
     if (rc && rc != -EXO_EEXIST)
         return rc;
+    rc = seg_attach(s->ro_vid, sid, SEG_RDONLY);
+    if (rc && rc != -EXO_EEXIST)
+        return rc;
     if (s->vh != VAS_HOME) {
         rc = seg_attach_local(s->vh, sid, SEG_RDWR);
         if (rc && rc != -EXO_EEXIST)
@@ -96,13 +104,29 @@ static int vas_add_chunk(struct sj_store *s, unsigned i, uint64_t base, uint64_t
     return 0;
 }
 
-static int vas_open(struct sj_store *s, const struct sj_where *w, int create)
+/* Find (or, for a writer, make) VAS `name`. */
+static int find_vas(const char *name, int make, const char *store, vasid_t *vid, int *made)
 {
-    int rc = vas_find(s->name, &s->vid);
-    if (rc == -EXO_ENOENT && create)
-        rc = vas_create(s->name, 0600, &s->vid);
+    int rc = vas_find(name, vid);
+    if (rc == -EXO_ENOENT && make) {
+        rc = vas_create(name, 0600, vid);
+        *made = rc == 0;
+    }
     if (rc == -EXO_ENOENT)
-        return exomem_set_error(EXO_ENOENT, "no store '%s': run samjmp load first", s->name);
+        return exomem_set_error(EXO_ENOENT, "no store '%s': run samjmp load first", store);
+    return rc;
+}
+
+static int vas_open(struct sj_store *s, const struct sj_where *w, enum sj_mode mode)
+{
+    int create = mode == SJ_CREATE, ro_made = 0, made = 0;
+    char ro[EXOMEM_NAME_MAX + 16];
+    ro_name(ro, sizeof ro, s->name);
+    int rc = s->readonly ? find_vas(ro, 0, s->name, &s->vid, &made)
+                         : find_vas(s->name, create, s->name, &s->vid, &made);
+    /* A writer makes the readers' VAS too, also for a store that lacks it. */
+    if (rc == 0 && !s->readonly)
+        rc = find_vas(ro, 1, s->name, &s->ro_vid, &ro_made);
     if (rc)
         return rc;
     char sn[EXOMEM_NAME_MAX + 16];
@@ -136,6 +160,14 @@ static int vas_open(struct sj_store *s, const struct sj_where *w, int create)
     s->h = (struct sj_header *)(uintptr_t)base;
     if (s->h->magic == 0 && create)
         init_header(s, chunk, GIB, base);
+    for (unsigned i = 0; ro_made && s->h->magic != 0 && i < s->h->nchunks; i++) {
+        segid_t ci;
+        chunk_name(sn, sizeof sn, s->name, i);
+        if ((rc = seg_find(sn, &ci)) || ((rc = seg_attach(s->ro_vid, ci, SEG_RDONLY)) &&
+                                         rc != -EXO_EEXIST))
+            return rc;
+    }
+    chunk_name(sn, sizeof sn, s->name, 0);
     if (s->h->magic != 0 && s->h->chunk_size != chunk)
         return exomem_set_error(EXO_ECORRUPT, "store '%s': header says %llu-byte chunks, "
                                 "segment %s has %llu bytes", s->name,
@@ -151,8 +183,8 @@ static int map_file_part(struct sj_store *s, uint64_t off, uint64_t len)
     if (off + len > s->reserved)
         return exomem_set_error(EXO_ENOMEM, "store '%s': file past its %llu GiB reservation",
                                 s->name, (unsigned long long)(s->reserved >> 30));
-    void *p = mmap(s->map + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s->fd,
-                   (off_t)off);
+    void *p = mmap(s->map + off, len, PROT_READ | (s->readonly ? 0 : PROT_WRITE),
+                   MAP_SHARED | MAP_FIXED, s->fd, (off_t)off);
     if (p == MAP_FAILED)
         return exomem_set_error(-errno, "store '%s': mmap: %s", s->name, strerror(errno));
     /* As the paper's mmap variant: keep the data out of core dumps. */
@@ -160,16 +192,18 @@ static int map_file_part(struct sj_store *s, uint64_t off, uint64_t len)
     return 0;
 }
 
-static int mmap_open(struct sj_store *s, const struct sj_where *w, int create)
+static int mmap_open(struct sj_store *s, const struct sj_where *w, enum sj_mode mode)
 {
+    int create = mode == SJ_CREATE;
     char path[4096];
     mmap_path(path, sizeof path, w->mmap_dir, s->name);
-    s->fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+    s->fd = open(path, (s->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (create ? O_CREAT : 0),
+                 0600);
     if (s->fd < 0)
         return errno == ENOENT
                    ? exomem_set_error(EXO_ENOENT, "no store %s: run samjmp load first", path)
                    : exomem_set_error(-errno, "%s: %s", path, strerror(errno));
-    while (flock(s->fd, LOCK_EX) != 0) /* waits for a stage that has the file */
+    while (flock(s->fd, s->readonly ? LOCK_SH : LOCK_EX) != 0) /* waits for other stages */
         if (errno != EINTR)
             return exomem_set_error(-errno, "%s: flock: %s", path, strerror(errno));
     struct stat st;
@@ -218,12 +252,14 @@ static void release(struct sj_store *s)
     s->h = NULL;
 }
 
-int sj_open(struct sj_store *s, const char *name, const struct sj_where *w, int create)
+int sj_open(struct sj_store *s, const char *name, const struct sj_where *w, enum sj_mode mode)
 {
     memset(s, 0, sizeof *s);
     s->fd = -1;
     s->vh = VAS_HOME;
     s->kind = w->mmap_dir ? SJ_MMAP : SJ_VAS;
+    s->readonly = mode == SJ_READ;
+    int create = mode == SJ_CREATE;
     int rc = check_name(name);
     if (rc)
         return rc;
@@ -231,7 +267,7 @@ int sj_open(struct sj_store *s, const char *name, const struct sj_where *w, int 
     if (create && (w->chunk_size == 0 || w->chunk_size > GIB || w->chunk_size % 4096))
         return exomem_set_error(EXO_EINVAL, "chunk size %llu: a multiple of 4 KiB up to 1 GiB",
                                 (unsigned long long)w->chunk_size);
-    rc = s->kind == SJ_VAS ? vas_open(s, w, create) : mmap_open(s, w, create);
+    rc = s->kind == SJ_VAS ? vas_open(s, w, mode) : mmap_open(s, w, mode);
     if (rc == 0 && s->h->magic == 0)
         rc = exomem_set_error(EXO_ENOENT, "store '%s' was never set up: run samjmp load", name);
     if (rc == 0)
@@ -271,14 +307,19 @@ int sj_drop(const char *name, const struct sj_where *w)
                                    : exomem_set_error(-errno, "%s: %s", path, strerror(errno));
         return 0;
     }
-    vasid_t vid;
     int found = 0;
-    if ((rc = vas_find(name, &vid)) == 0) {
-        if ((rc = vas_delete(vid)))
+    char ro[EXOMEM_NAME_MAX + 16];
+    ro_name(ro, sizeof ro, name);
+    const char *vases[2] = { name, ro };
+    for (int k = 0; k < 2; k++) {
+        vasid_t vid;
+        if ((rc = vas_find(vases[k], &vid)) == 0) {
+            if ((rc = vas_delete(vid)))
+                return rc;
+            found = 1;
+        } else if (rc != -EXO_ENOENT) {
             return rc;
-        found = 1;
-    } else if (rc != -EXO_ENOENT) {
-        return rc;
+        }
     }
     /* Chunks by name, also one a dead load made but never listed in the VAS. */
     for (unsigned i = 0; i < VAS_SEGS_MAX; i++) {

@@ -17,9 +17,12 @@
  * set last, after everything it wrote. So a stage killed half-way leaves its flag clear and
  * its space is taken back by the next run of it; nothing half-written is taken as done.
  *
- * One process uses a store at a time: the VAS's segments are attached read-write, so
- * switching in takes their exclusive locks; the mmap store's file is flock()ed. Both locks
- * are dropped by the kernel when the holder dies. Not thread-safe: one thread per process.
+ * Stages that write (load, sort, index) have the store to themselves; stages that only read
+ * share it with each other. A VAS store is two VASes listing the same segments: '<name>'
+ * read-write, so switching in takes the segments' exclusive locks, and '<name>.ro'
+ * read-only, whose readers take shared locks. An mmap store's file is flock()ed, exclusive
+ * or shared, and readers map it read-only. The kernel drops these locks when the holder
+ * dies. Not thread-safe: one thread per process.
  */
 #ifndef SAMJMP_STORE_H
 #define SAMJMP_STORE_H
@@ -86,8 +89,10 @@ struct sj_store {
     char name[EXOMEM_NAME_MAX + 1];
     uintptr_t delta;        /* address = delta + ref */
     struct sj_header *h;
+    int readonly;           /* opened with SJ_READ */
     /* VAS */
-    vasid_t vid;
+    vasid_t vid;            /* the VAS switched into: '<name>', or '<name>.ro' for readers */
+    vasid_t ro_vid;         /* writers: '<name>.ro', which gets every chunk they add */
     vhandle_t vh;
     /* mmap */
     int fd;
@@ -112,12 +117,18 @@ struct sj_where {
     uint64_t chunk_size;    /* for a new store; at most 1 GiB */
 };
 
-/* Open store `name`, creating it when `create` (an existing one is reused). Switches the
- * process into the VAS (or maps the file) and takes the store's lock, waiting for another
- * stage that holds it. 0 or a negative -EXO_ code with exomem_last_error() set:
- * -EXO_ENOENT (no such store and not create), -EXO_ECORRUPT (not a samjmp store), the
- * exomem and system errors of attaching or mapping. */
-int sj_open(struct sj_store *s, const char *name, const struct sj_where *w, int create);
+enum sj_mode {
+    SJ_READ,                /* stages that only read: shared with other readers */
+    SJ_WRITE,               /* sort, index: the store to itself */
+    SJ_CREATE,              /* load: as SJ_WRITE, making the store if it is missing */
+};
+
+/* Open store `name` in `mode`. Switches the process into the VAS (or maps the file) and
+ * takes the store's lock, waiting for stages that hold it in a conflicting mode. 0 or a
+ * negative -EXO_ code with exomem_last_error() set: -EXO_ENOENT (no such store and not
+ * SJ_CREATE), -EXO_ECORRUPT (not a samjmp store), the exomem and system errors of attaching
+ * or mapping. */
+int sj_open(struct sj_store *s, const char *name, const struct sj_where *w, enum sj_mode mode);
 
 /* Switch home and detach (or unmap); the store stays for the next process. */
 void sj_close(struct sj_store *s);
