@@ -74,13 +74,19 @@ check_store() {
     done
 }
 
+# set_opts vas|mmap: samjmp's options for that kind of store, in $opts (1 MiB chunks, so
+# that records spread over several).
+set_opts() {
+    opts=(--chunk-mib 1)
+    if [ "$1" = mmap ]; then opts+=(--mmap "$MMAP_DIR"); fi
+}
+
 checked=0
 for f in $FILES; do
     [ -f "$f" ] || { echo "note: $f is not installed" >&2; continue; }
     samtools_answers "$f" || { fail "samtools could not sort and index $f"; continue; }
     for variant in vas mmap; do
-        opts=(--chunk-mib 1)
-        [ $variant = mmap ] && opts+=(--mmap "$MMAP_DIR")
+        set_opts $variant
         # Each stage its own process; the next one finds the records where the last left them.
         "$SJ" "${opts[@]}" load "$f" st || { fail "load $f ($variant)"; continue; }
         "$SJ" "${opts[@]}" sort st || fail "sort $f ($variant)"
@@ -98,8 +104,7 @@ big=$TMP/big.sam
     samtools view "$TESTDAT/dat/mpileup.1.sam" | sed "s/^/r$i./"; done; } >"$big"
 samtools_answers "$big" || fail "samtools on $big"
 for variant in vas mmap; do
-    opts=(--chunk-mib 1)
-    [ $variant = mmap ] && opts+=(--mmap "$MMAP_DIR")
+    set_opts $variant
     "$SJ" "${opts[@]}" load "$big" st && "$SJ" "${opts[@]}" sort st &&
         "$SJ" "${opts[@]}" index st || fail "pipeline on $big ($variant)"
     chunks=$("$SJ" "${opts[@]}" info st | awk '$1 == "chunks" { print $2 }')
@@ -146,8 +151,7 @@ expect_refusal() {
 f=$TESTDAT/dat/mpileup.1.sam
 samtools_answers "$f" || fail "samtools on $f"
 for variant in vas mmap; do
-    opts=(--chunk-mib 1)
-    [ $variant = mmap ] && opts+=(--mmap "$MMAP_DIR")
+    set_opts $variant
     "$SJ" "${opts[@]}" load "$f" st && "$SJ" "${opts[@]}" sort st || fail "setup ($variant)"
     used_sorted=$("$SJ" "${opts[@]}" info st | awk '$1 == "used_bytes" { print $2 }')
 
@@ -182,8 +186,7 @@ done
 # after opening it), another reader runs, but a sort waits (timeout ends it) until the
 # reader is killed.
 for variant in vas mmap; do
-    opts=(--chunk-mib 1)
-    [ $variant = mmap ] && opts+=(--mmap "$MMAP_DIR")
+    set_opts $variant
     "$SJ" "${opts[@]}" load "$f" st && "$SJ" "${opts[@]}" sort st &&
         "$SJ" "${opts[@]}" index st || fail "setup for readers ($variant)"
     SAMJMP_STALL=read "$SJ" "${opts[@]}" flagstat st >/dev/null 2>&1 &
