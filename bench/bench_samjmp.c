@@ -15,6 +15,7 @@
  *   samjmp-mmap   the same with --mmap (records in a file in /dev/shm, offsets)
  * "flagstat-2clients": two flagstat processes started together, until both exit (samjmp's
  * readers share the store; samtools' read the same file).
+ * "qname-sort": sort by name (samtools sort -n, samjmp sort -n), after the pipeline.
  * "pipeline" is the sum of a tool's operations in that repeat (samjmp's includes its load,
  * the one time it parses SAM). The tools alternate within a repeat so that they share the
  * machine's load. Prints one JSON line per measurement: name "samjmp_op", unit "s",
@@ -154,6 +155,10 @@ static void samtools_repeat(long reads, int bam, int threads)
     emit(reads, tool, "pileup", s);
     total += s;
     emit(reads, tool, "pipeline", total);
+    s = run((char *[]){ "samtools", "sort", "-n", "-@", extra, "-O", bam ? "bam" : "sam", "-o",
+                        sorted, in, NULL },
+            NULL);
+    emit(reads, tool, "qname-sort", s);
 }
 
 /* One repeat of samjmp in a VAS or an mmap'd file. */
@@ -186,6 +191,11 @@ static void samjmp_repeat(long reads, int mmap_store)
             emit(reads, tool, "flagstat-2clients", run_n(argv, NULL, CLIENTS));
     }
     emit(reads, tool, "pipeline", total);
+    argv[a] = "sort";
+    argv[a + 1] = "-n";
+    argv[a + 2] = "st";
+    argv[a + 3] = NULL;
+    emit(reads, tool, "qname-sort", run(argv, NULL));
     argv[a] = "drop";
     argv[a + 1] = "st";
     argv[a + 2] = NULL;

@@ -2,7 +2,8 @@
 # apps/samjmp against samtools 1.16 on small files of Debian's samtools-test and htslib-test:
 # for each file, in a VAS store and in an mmap store, separate processes load, sort and index
 # it, and flagstat, idxstats, the sorted records (samjmp view against samtools view of samtools
-# sort's output) and pileup (against samtools depth -a) must be identical to samtools'. Then a
+# sort's output; also sorted by name, against samtools sort -n) and pileup (against samtools
+# depth -a) must be identical to samtools'. Then a
 # load, a sort and an index are each stopped half-way and killed with -9: the stages after it
 # must refuse with a message naming the stage to run, the lock must be free, and running the
 # stage again must give the same results in the same space. Readers run side by side, and a
@@ -61,6 +62,8 @@ samtools_answers() {
     samtools idxstats "$TMP/sorted.bam" >"$TMP/want.idxstats"
     samtools view "$TMP/sorted.bam" >"$TMP/want.view"
     samtools depth -a "$TMP/sorted.bam" >"$TMP/want.depth"
+    samtools sort -n -o "$TMP/byname.bam" "$1" 2>/dev/null &&
+        samtools view "$TMP/byname.bam" >"$TMP/want.byname"
 }
 
 # check_store ARGS...: samjmp ARGS' answers against $TMP/want.*
@@ -92,6 +95,12 @@ for f in $FILES; do
         "$SJ" "${opts[@]}" sort st || fail "sort $f ($variant)"
         "$SJ" "${opts[@]}" index st || fail "index $f ($variant)"
         check_store "${opts[@]}"
+        # By name (samtools sort -n); pileup then wants the coordinate order back.
+        "$SJ" "${opts[@]}" sort -n st || fail "sort -n $f ($variant)"
+        "$SJ" "${opts[@]}" view st >"$TMP/got.byname" || fail "view after sort -n ($variant)"
+        expect_same "records sorted by name ($variant $f)" "$TMP/got.byname" "$TMP/want.byname"
+        "$SJ" "${opts[@]}" pileup st >/dev/null 2>"$TMP/err" &&
+            fail "pileup of records sorted by name succeeded ($variant)"
         "$SJ" "${opts[@]}" drop st || fail "drop ($variant)"
         checked=$((checked + 1))
     done

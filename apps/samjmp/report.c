@@ -222,7 +222,7 @@ static int depth_add(struct depth_ring *r, const struct sj_rec *rec, int64_t *co
 
 int sj_pileup(struct sj_store *s, FILE *out)
 {
-    int rc = sj_require(s, SJ_SORT);
+    int rc = sj_require_coord(s);
     if (rc)
         return rc;
     struct depth_ring r = { .cap = 1 << 16, .size = 1 << 20, .out = out };

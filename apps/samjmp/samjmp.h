@@ -31,9 +31,13 @@ void sj_bam_view(const struct sj_rec *r, bam1_t *b);
 /* Parse SAM/BAM/CRAM file `path` into the store (the load stage; redoes it if it was done). */
 int sj_load(struct sj_store *s, const char *path);
 
-/* Coordinate sort (samtools sort's order: reference, position, reverse strand, then input
- * order), into a new array of the records' refs. */
-int sj_sort(struct sj_store *s);
+/* Sort into a new array of the records' refs: by coordinate (samtools sort's order:
+ * reference, position, reverse strand, then input order) or, with by_name, by name
+ * (samtools sort -n: natural name order, then READ1/READ2, then input order). */
+int sj_sort(struct sj_store *s, int by_name);
+
+/* 0 if the store is sorted by coordinate, else an error naming the command to run. */
+int sj_require_coord(struct sj_store *s);
 
 /* Per reference: its span of the sorted array, mapped and placed-unmapped counts, and a
  * linear index of 16 kbp windows. */

@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "usage: samjmp [--mmap DIR] [--base ADDR] [--chunk-mib N] COMMAND ...\n"
             "  (--chunk-mib: a new store's chunk size; default from the input's size)\n"
             "  load FILE STORE      parse SAM/BAM FILE into STORE (made if missing)\n"
-            "  sort STORE           coordinate sort (samtools sort's order)\n"
+            "  sort [-n] STORE      coordinate sort (samtools sort's order; -n: by name)\n"
             "  index STORE          per-reference spans, counts and linear index\n"
             "  flagstat STORE       as samtools flagstat\n"
             "  idxstats STORE       as samtools idxstats (after index)\n"
@@ -95,7 +95,11 @@ int main(int argc, char **argv)
     if (optind >= argc)
         return usage(stderr), 2;
     const char *cmd = argv[optind++];
-    int header = 0, input_order = 0;
+    int header = 0, input_order = 0, by_name = 0;
+    if (strcmp(cmd, "sort") == 0 && optind < argc && strcmp(argv[optind], "-n") == 0) {
+        by_name = 1;
+        optind++;
+    }
     if (strcmp(cmd, "view") == 0) {
         for (; optind < argc && argv[optind][0] == '-'; optind++) {
             if (strcmp(argv[optind], "-h") == 0)
@@ -137,7 +141,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "load") == 0)
         rc = sj_load(&s, argv[optind]);
     else if (strcmp(cmd, "sort") == 0)
-        rc = sj_sort(&s);
+        rc = sj_sort(&s, by_name);
     else if (strcmp(cmd, "index") == 0)
         rc = sj_index(&s);
     else if (strcmp(cmd, "flagstat") == 0)

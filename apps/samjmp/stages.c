@@ -1,6 +1,7 @@
 /* samjmp's stages that build data in the store: load (parse once), sort, index. */
 #include "samjmp.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -130,29 +131,74 @@ out:
 
 /* ---- sort ---- */
 
-/* samtools sort's coordinate key (bam_sort.c, 1.16): the reference id as unsigned (so
- * records without one go last), then pos+1, then the reverse-strand flag; equal keys keep
- * their input order (its merge sort and its merging of blocks are stable). */
+/* One record to sort: its keys and its ref. Equal keys keep their input order (the merge
+ * sort is stable), as in samtools 1.16, whose block sort and merge of blocks are stable. */
 struct sort_item {
-    uint64_t tid;
-    uint64_t pos_rev;
+    uint64_t k1, k2;
+    const char *name;       /* qname order: the record's name */
     sj_ref rec;
 };
 
-static inline int item_le(const struct sort_item *a, const struct sort_item *b)
+/* samtools sort's coordinate key (bam_sort.c): the reference id as unsigned (so records
+ * without one go last), then pos+1, then the reverse-strand flag. */
+static int coord_le(const struct sort_item *a, const struct sort_item *b)
 {
-    return a->tid < b->tid || (a->tid == b->tid && a->pos_rev <= b->pos_rev);
+    return a->k1 < b->k1 || (a->k1 == b->k1 && a->k2 <= b->k2);
+}
+
+/* samtools' "natural" name order: runs of digits compare as numbers (leading zeros
+ * skipped; when equal, the name with fewer leading zeros first), other bytes as bytes. */
+static int name_cmp(const char *x, const char *y)
+{
+    const unsigned char *a = (const unsigned char *)x, *b = (const unsigned char *)y;
+    int zeros = 0; /* leading-zero difference of the first equal numbers */
+    while (*a && *b) {
+        if (!isdigit(*a) || !isdigit(*b)) {
+            if (*a != *b)
+                return (int)*a - (int)*b;
+            a++, b++;
+            continue;
+        }
+        const unsigned char *a0 = a, *b0 = b;
+        while (*a == '0')
+            a++;
+        while (*b == '0')
+            b++;
+        if (!zeros)
+            zeros = (int)(a - a0) - (int)(b - b0);
+        const unsigned char *ae = a, *be = b;
+        while (isdigit(*ae))
+            ae++;
+        while (isdigit(*be))
+            be++;
+        if (ae - a != be - b) /* more significant digits: larger */
+            return ae - a > be - b ? 1 : -1;
+        for (; a < ae; a++, b++)
+            if (*a != *b)
+                return (int)*a - (int)*b;
+    }
+    if (*a || *b)
+        return *a ? 1 : -1;
+    return zeros;
+}
+
+/* samtools sort -n: the name, then READ1/READ2 (flag & 0xc0). */
+static int name_le(const struct sort_item *a, const struct sort_item *b)
+{
+    int c = name_cmp(a->name, b->name);
+    return c < 0 || (c == 0 && a->k2 <= b->k2);
 }
 
 /* Stable bottom-up merge sort of a[0..n) using tmp[0..n); returns the sorted array. */
-static struct sort_item *merge_sort(struct sort_item *a, struct sort_item *tmp, uint64_t n)
+static struct sort_item *merge_sort(struct sort_item *a, struct sort_item *tmp, uint64_t n,
+                                    int (*le)(const struct sort_item *, const struct sort_item *))
 {
     for (uint64_t w = 1; w < n; w *= 2) {
         for (uint64_t lo = 0; lo < n; lo += 2 * w) {
             uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             uint64_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi)
-                tmp[k++] = item_le(&a[i], &a[j]) ? a[i++] : a[j++];
+                tmp[k++] = le(&a[i], &a[j]) ? a[i++] : a[j++];
             while (i < mid)
                 tmp[k++] = a[i++];
             while (j < hi)
@@ -165,7 +211,7 @@ static struct sort_item *merge_sort(struct sort_item *a, struct sort_item *tmp, 
     return a;
 }
 
-int sj_sort(struct sj_store *s)
+int sj_sort(struct sj_store *s, int by_name)
 {
     int rc = sj_stage_begin(s, SJ_SORT);
     if (rc)
@@ -184,11 +230,18 @@ int sj_sort(struct sj_store *s)
     const sj_ref *recs = sj_ptr(s, h->recs);
     for (uint64_t i = 0; i < n; i++) {
         const struct sj_rec *r = sj_ptr(s, recs[i]);
-        a[i].tid = (uint64_t)(int64_t)r->core.tid; /* -1 becomes the largest */
-        a[i].pos_rev = ((uint64_t)(r->core.pos + 1) << 1) | ((r->core.flag & BAM_FREVERSE) != 0);
+        if (by_name) {
+            a[i].name = (const char *)r->data;
+            a[i].k1 = 0;
+            a[i].k2 = r->core.flag & (BAM_FREAD1 | BAM_FREAD2);
+        } else {
+            a[i].name = NULL;
+            a[i].k1 = (uint64_t)(int64_t)r->core.tid; /* -1 becomes the largest */
+            a[i].k2 = ((uint64_t)(r->core.pos + 1) << 1) | ((r->core.flag & BAM_FREVERSE) != 0);
+        }
         a[i].rec = recs[i];
     }
-    struct sort_item *res = merge_sort(a, tmp, n);
+    struct sort_item *res = merge_sort(a, tmp, n, by_name ? name_le : coord_le);
     sj_ref *out = sj_ptr(s, sorted);
     for (uint64_t i = 0; i < n; i++) {
         out[i] = res[i].rec;
@@ -198,8 +251,19 @@ int sj_sort(struct sj_store *s)
     free(a);
     free(tmp);
     h->sorted = sorted;
+    h->sort_order = by_name ? SJ_ORDER_NAME : SJ_ORDER_COORD;
     sj_stage_done(s, SJ_SORT);
     return 0;
+}
+
+/* Is the sorted array in coordinate order (index and pileup need it)? */
+int sj_require_coord(struct sj_store *s)
+{
+    int rc = sj_require(s, SJ_SORT);
+    if (rc == 0 && s->h->sort_order != SJ_ORDER_COORD)
+        rc = exomem_set_error(EXO_EINVAL, "store '%s' is sorted by name: run samjmp sort "
+                              "first (coordinate order)", s->name);
+    return rc;
 }
 
 /* ---- index ---- */
@@ -257,7 +321,9 @@ static int index_target(struct sj_store *s, const sj_ref *sorted, uint64_t first
 
 int sj_index(struct sj_store *s)
 {
-    int rc = sj_stage_begin(s, SJ_INDEX);
+    int rc = sj_require_coord(s);
+    if (rc == 0)
+        rc = sj_stage_begin(s, SJ_INDEX);
     if (rc)
         return rc;
     struct sj_header *h = s->h;

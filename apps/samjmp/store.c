@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #define SJ_MAGIC UINT64_C(0x31504d4a4d41534a) /* "JSAMJMP1" little-endian */
-#define SJ_VERSION 1
+#define SJ_VERSION 2
 #define GIB (UINT64_C(1) << 30)
 /* The mmap store reserves this much address space so that its file can grow in place. */
 #define SJ_MMAP_RESERVE (UINT64_C(64) << 30)

@@ -36,6 +36,7 @@
 typedef uint64_t sj_ref;
 
 enum sj_kind { SJ_VAS = 1, SJ_MMAP = 2 };
+enum sj_order { SJ_ORDER_COORD = 0, SJ_ORDER_NAME = 1 };
 enum sj_stage { SJ_LOAD, SJ_SORT, SJ_INDEX, SJ_NSTAGES };
 
 struct sj_mark {
@@ -78,7 +79,9 @@ struct sj_header {
     uint64_t n_recs;
     sj_ref recs;            /* sj_ref[n_recs] */
     /* sort */
-    sj_ref sorted;          /* sj_ref[n_recs], coordinate order */
+    sj_ref sorted;          /* sj_ref[n_recs] in sort_order */
+    uint32_t sort_order;    /* SJ_ORDER_COORD or SJ_ORDER_NAME */
+    uint32_t unused;
     /* index */
     sj_ref index;           /* struct sj_ref_index[n_targets] */
     uint64_t n_no_coor;     /* records without a reference (samtools idxstats' '*' line) */
