@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,31 +52,6 @@ struct config {
     bool small_peer;
     vasid_t a, b;
 };
-
-/* ---- memory budget ---- */
-
-static uint64_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    uint64_t kib = 0;
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %" SCNu64, &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
-/* Can `bytes` more of tmpfs-backed memory be had, leaving MARGIN free in RAM and /dev/shm? */
-static bool fits(uint64_t bytes)
-{
-    struct statvfs sv;
-    if (statvfs(bench_root(), &sv) != 0)
-        return false;
-    uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
-    return bytes + MARGIN <= mem_available() && bytes + MARGIN <= shm_free;
-}
 
 /* ---- output ---- */
 
@@ -195,7 +169,7 @@ static void bench_engine(const struct config *c, int engine, const char *name, i
 static void bench_mmap_populate(const struct config *c)
 {
     uint64_t total = (uint64_t)c->segs * c->seg_bytes;
-    if (!fits(total)) {
+    if (!bench_shm_fits(total, MARGIN)) {
         fprintf(stderr, "bench_switch: mmap_populate segs=%d: not enough memory, skipped\n",
                 c->segs);
         return;
@@ -246,62 +220,14 @@ static void bench_mmap_populate(const struct config *c)
             " (mean)\n", c->segs, map_ns / opt.repeats / 1e3, unmap_ns / opt.repeats / 1e3);
 }
 
-/* Two processes pinned to one CPU pass a byte back and forth over two pipes; returns the
- * time of one context switch (half a round trip) in microseconds. */
-static double pipe_switch_us(int trips)
-{
-    cpu_set_t old, one;
-    if (sched_getaffinity(0, sizeof old, &old) != 0)
-        return -1;
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
-        cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
-        return -1;
-    int ping[2], pong[2];
-    if (pipe(ping) != 0 || pipe(pong) != 0)
-        return -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) { /* echo until the pipe closes; _exit: no atexit cleanup in this child */
-        close(ping[1]);
-        close(pong[0]);
-        char b;
-        while (read(ping[0], &b, 1) == 1 && write(pong[1], &b, 1) == 1)
-            ;
-        _exit(0);
-    }
-    close(ping[0]);
-    close(pong[1]);
-    char b = 'x';
-    double us = -1;
-    bool ok = pid > 0;
-    uint64_t t0 = 0;
-    for (int k = -1000; ok && k < trips; k++) { /* k < 0: warm-up */
-        if (k == 0)
-            t0 = bench_now_ns();
-        ok = write(ping[1], &b, 1) == 1 && read(pong[0], &b, 1) == 1;
-    }
-    if (ok)
-        us = (bench_now_ns() - t0) / 1e3 / (2.0 * trips);
-    close(ping[1]);
-    close(pong[0]);
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
-    sched_setaffinity(0, sizeof old, &old);
-    return us;
-}
-
 /* ---- driver ---- */
 
 static void bench_config(int segs)
 {
     struct config c = { .segs = segs, .seg_bytes = opt.seg_size };
     uint64_t one = (uint64_t)segs * opt.seg_size;
-    if (!fits(2 * one)) {
-        if (!fits(one + SMALL_SEG)) {
+    if (!bench_shm_fits(2 * one, MARGIN)) {
+        if (!bench_shm_fits(one + SMALL_SEG, MARGIN)) {
             fprintf(stderr, "bench_switch: segs=%d: not enough memory for %" PRIu64
                     " bytes, skipped\n", segs, one);
             return;
@@ -327,7 +253,7 @@ static int bench_main(void)
     if (opt.max_segs > 1)
         bench_config(opt.max_segs);
     for (int r = 0; r < opt.repeats; r++) {
-        double us = pipe_switch_us(opt.pipe_trips);
+        double us = bench_ctxswitch_pipe_us(opt.pipe_trips);
         if (us < 0) {
             perror("bench_switch: ctxswitch_pipe");
             return 1;

@@ -21,7 +21,6 @@ SECTION_INTRO = {
               "switch (pipe ping-pong, round trip / 2). The paper's Table 2 is in cycles on a "
               "2.5 GHz Xeon; shown converted to microseconds.",
     "lock": "Lockable segments: cost of taking and releasing a segment lock.",
-    "alloc": "The in-segment allocator.",
     "other": "Measurements from programs or names the report has no section for.",
 }
 

@@ -40,8 +40,7 @@ from report import fmt_bytes, fmt_num, convert as to_unit  # noqa: E402
 
 # The known programs in report order; then the programs of the section modules
 # (bench/sections/*.py); any other executable in BUILD/bench runs after them.
-KNOWN_PROGRAMS = ["bench_pagetables", "bench_ctxswitch", "bench_switch", "bench_lock",
-                  "bench_alloc"]
+KNOWN_PROGRAMS = ["bench_pagetables", "bench_ctxswitch", "bench_switch", "bench_lock"]
 
 # Report sections: (key, title). An entry lands in its program's section; a program not
 # listed here goes by the measurement's name prefix, else to "other".
@@ -49,10 +48,9 @@ SECTIONS = [
     ("fig1", "Figure 1: page-table build and removal cost"),
     ("table2", "Table 2: vas_switch cost"),
     ("lock", "Lock cost"),
-    ("alloc", "Allocator"),
 ]
 SECTION_BY_PROGRAM = {"bench_pagetables": "fig1", "bench_ctxswitch": "table2",
-                      "bench_switch": "table2", "bench_lock": "lock", "bench_alloc": "alloc"}
+                      "bench_switch": "table2", "bench_lock": "lock"}
 SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", "table2"),
                           ("vas_switch", "table2"), ("mmap_populate", "table2")]
 # (paper, where in it) a paper number comes from -> the section it is shown in. Keyed by paper
@@ -482,7 +480,8 @@ def paper_section(paper, where):
 
 
 def place_matches(where, place):
-    """Is `where` at `place` ("Figure 1" matches "Figure 1, quoted..." but not "Figure 11")?"""
+    """Does `where` name `place`? A prefix that ends where a number ends: "Figure 1, quoted"
+    is Figure 1; "Figure 10" and "Figure 12" are not."""
     return where.startswith(place) and not where[len(place):len(place) + 1].isdigit()
 
 
@@ -654,8 +653,10 @@ def selftest():
     check(paper_section("spacejmp", "Figure 1, quoted in Section 2.4") == "fig1" and
           paper_section("hybrid-segmentation", "Figure 5, Section 4.2.1") == "fig5" and
           paper_section("hybrid-segmentation", "Figure 1") == "other" and
-          paper_section("spacejmp", "Figure 11") != "fig1" and
-          paper_section("carat", "Table 2") == "other" and
+          paper_section("spacejmp", "Figure 10") != "fig1" and
+          paper_section("spacejmp", "Figure 12, caption") != "fig1" and
+          paper_section("no-such-paper", "Table 2") == "other" and
+          paper_section("carat", "Table 2") == "carat" and
           paper_section("avm", "AVM, Figure 1") == PAPER_SECTION["avm"] != "fig1",
           "paper numbers are routed by paper and place, not by place alone")
 

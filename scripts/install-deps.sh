@@ -14,6 +14,9 @@ want+=(liburing-dev)
 want+=(python3 python3-matplotlib)
 # test_fuzz builds the libFuzzer targets (fuzz/) with Debian's clang-19 and its runtime.
 want+=(clang-19 libclang-rt-19-dev)
+# The CARAT pass plugin (llvm/) builds against Debian's LLVM 19; test_carat compiles small
+# programs with it through exomem-cc.
+want+=(llvm-19-dev)
 # Debian's HPC Challenge, pulling in Open MPI: bench_hpcc (its RandomAccess checks
 # bench_gups), and test_launcher runs it on a 1G-page heap (MPI_Init forks, which is the case).
 want+=(hpcc)

@@ -123,6 +123,13 @@ static void config_load(void)
     const char *off = getenv("EXOMEM_VM_DISABLE_UFFD");
     config.vm_disable_uffd = off && *off && strcmp(off, "0") != 0;
 
+    /* CARAT: move the worst-case allocation this many times a second (docs/carat.md). */
+    const char *moves = getenv("EXOMEM_CARAT_MOVES");
+    char *end;
+    config.carat_moves = moves ? strtod(moves, &end) : 0;
+    if (!moves || end == moves || *end)
+        config.carat_moves = 0;
+
     arm_fault(getenv("EXOMEM_FAULT"));
 }
 

@@ -27,6 +27,7 @@ static const struct code_entry codes[] = {
     {EXO_ENOSPC, ENOSPC, "no space left for the segment's memory"},
     {EXO_ENAMETOOLONG, ENAMETOOLONG, "name longer than 63 characters"},
     {EXO_ENOTSUP, ENOTSUP, "the kernel lacks a mechanism this needs"},
+    {EXO_EAGAIN, EAGAIN, "the object changed during the call; try again"},
     {EXO_EBADNAME, EINVAL, "name must be 1-63 characters of [A-Za-z0-9._-], not starting with '.'"},
     {EXO_EALIGN, EINVAL, "base or size is not a multiple of the page size"},
     {EXO_ESIZE, EINVAL, "size is zero or the range leaves the user address space"},

@@ -27,6 +27,7 @@ struct exo_config {
     char paged_dir[1000];     /* EXOMEM_PAGED_DIR: where SEG_PAGED stores go (/var/tmp) */
     bool vm_disable_uffd;     /* EXOMEM_VM_DISABLE_UFFD set and not "0" */
     long lock_timeout_ms;     /* EXOMEM_LOCK_TIMEOUT (ms; default 10000): registry lock wait */
+    double carat_moves;       /* EXOMEM_CARAT_MOVES: worst-case moves a second (0: none) */
 };
 const struct exo_config *exo_config(void);
 

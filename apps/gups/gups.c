@@ -40,9 +40,13 @@ uint64_t gups_updates(unsigned log2)
 
 void gups_init(uint64_t *table, unsigned log2)
 {
-    uint64_t size = UINT64_C(1) << log2;
-    for (uint64_t i = 0; i < size; i++)
-        table[i] = i;
+    gups_init_part(table, 0, UINT64_C(1) << log2);
+}
+
+void gups_init_part(uint64_t *part, uint64_t lo, uint64_t len)
+{
+    for (uint64_t i = 0; i < len; i++)
+        part[i] = lo + i;
 }
 
 /* The update loop, specialised by the compiler for checked and unchecked access. */
@@ -155,15 +159,23 @@ uint64_t gups_verify(uint64_t *table, unsigned log2)
 
 uint64_t gups_verify_count(uint64_t *table, unsigned log2, uint64_t total)
 {
-    uint64_t size = UINT64_C(1) << log2, mask = size - 1;
+    return gups_verify_part(table, log2, total, 0, UINT64_C(1) << log2);
+}
+
+uint64_t gups_verify_part(uint64_t *part, unsigned log2, uint64_t total, uint64_t lo,
+                          uint64_t len)
+{
+    uint64_t mask = (UINT64_C(1) << log2) - 1;
     uint64_t v = 1;
     for (uint64_t i = 0; i < total; i++) {
         v = gups_step(v);
-        table[v & mask] ^= v;
+        uint64_t off = (v & mask) - lo; /* wraps to a huge value below lo */
+        if (off < len)
+            part[off] ^= v;
     }
     uint64_t errors = 0;
-    for (uint64_t i = 0; i < size; i++)
-        errors += table[i] != i;
+    for (uint64_t i = 0; i < len; i++)
+        errors += part[i] != lo + i;
     return errors;
 }
 

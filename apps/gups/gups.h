@@ -39,6 +39,10 @@ uint64_t gups_updates(unsigned log2);
 /* Set table[i] = i for the 2^log2 entries. */
 void gups_init(uint64_t *table, unsigned log2);
 
+/* Set part[i] = lo + i for i < len: entries lo .. lo+len-1 of a table that is kept in
+ * pieces (e.g. one window per process or per address space, apps/gupswin). */
+void gups_init_part(uint64_t *part, uint64_t lo, uint64_t len);
+
 /* Apply the updates of stream positions first+1 .. first+count to the table, as 128
  * interleaved sub-streams. With `bounds`, every index is checked first; an index out of
  * bounds is not accessed and sets *out_of_bounds (which must then be non-NULL). */
@@ -62,6 +66,13 @@ uint64_t gups_verify(uint64_t *table, unsigned log2);
 
 /* gups_verify() of a run of `updates` updates (gups_run_count()). */
 uint64_t gups_verify_count(uint64_t *table, unsigned log2, uint64_t updates);
+
+/* gups_verify_count() of one piece of the table: part holds entries lo .. lo+len-1 of a
+ * table of 2^log2 words. Re-applies, serially, the updates of the run that fall in the
+ * piece and returns how many of its entries differ from their index. Verifying every piece
+ * this way is HPCC's verification of the whole table. */
+uint64_t gups_verify_part(uint64_t *part, unsigned log2, uint64_t updates, uint64_t lo,
+                          uint64_t len);
 
 /* Does an error count pass HPCC's bound (at most 1% of the table)? */
 bool gups_passes(uint64_t errors, unsigned log2);

@@ -2,11 +2,14 @@
 #include "bench_util.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,4 +230,78 @@ void bench_emit_against(const char *name, const char *unit, double value, const 
         printf(",\"note\":\"%s\"", note);
     printf("}\n");
     fflush(stdout);
+}
+
+/* ---- yardsticks ---- */
+
+/* Two processes pinned to one CPU pass a byte back and forth over two pipes; returns the
+ * time of one context switch (half a round trip) in microseconds. */
+double bench_ctxswitch_pipe_us(int trips)
+{
+    cpu_set_t old, one;
+    if (sched_getaffinity(0, sizeof old, &old) != 0)
+        return -1;
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return -1;
+    int ping[2], pong[2];
+    if (pipe(ping) != 0 || pipe(pong) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* echo until the pipe closes; _exit: no atexit cleanup in this child */
+        close(ping[1]);
+        close(pong[0]);
+        char b;
+        while (read(ping[0], &b, 1) == 1 && write(pong[1], &b, 1) == 1)
+            ;
+        _exit(0);
+    }
+    close(ping[0]);
+    close(pong[1]);
+    char b = 'x';
+    double us = -1;
+    bool ok = pid > 0;
+    uint64_t t0 = 0;
+    for (int k = -1000; ok && k < trips; k++) { /* k < 0: warm-up */
+        if (k == 0)
+            t0 = bench_now_ns();
+        ok = write(ping[1], &b, 1) == 1 && read(pong[0], &b, 1) == 1;
+    }
+    if (ok)
+        us = (bench_now_ns() - t0) / 1e3 / (2.0 * trips);
+    close(ping[1]);
+    close(pong[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    sched_setaffinity(0, sizeof old, &old);
+    return us;
+}
+
+/* ---- memory budget ---- */
+
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    uint64_t kib = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %" SCNu64, &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+bool bench_shm_fits(uint64_t bytes, uint64_t margin)
+{
+    struct statvfs sv;
+    if (statvfs(bench_root(), &sv) != 0)
+        return false;
+    uint64_t shm_free = (uint64_t)sv.f_bavail * sv.f_frsize;
+    return bytes + margin <= mem_available() && bytes + margin <= shm_free;
 }

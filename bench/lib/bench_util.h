@@ -83,4 +83,13 @@ void bench_emit(const char *name, const char *unit, double value, const char *pa
 void bench_emit_against(const char *name, const char *unit, double value, const char *params,
                         const char *baseline, const char *baseline_params, const char *note);
 
+/* One process context switch on one CPU, in microseconds: this process and a forked child,
+ * both pinned to one CPU, pass a byte back and forth over two pipes `trips` times (after
+ * 1000 warm-up trips); a round trip is two switches. -1 (errno set) on failure. */
+double bench_ctxswitch_pipe_us(int trips);
+
+/* Can `bytes` more of tmpfs-backed memory be had in this run's registry, leaving `margin`
+ * free both in RAM (MemAvailable) and in the registry's file system? */
+bool bench_shm_fits(uint64_t bytes, uint64_t margin);
+
 #endif

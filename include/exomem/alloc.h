@@ -5,6 +5,12 @@
  * attaches it, and another process can go on allocating and freeing after this one exits.
  * The segment must be visible (switched in, SEG_RDWR) when these are called. Threads and
  * processes may share a heap; a process-shared robust mutex inside it serialises them.
+ * Each thread also caches blocks of up to 4 KiB that it freed and hands them out again
+ * without the mutex; a cached block is free for every other purpose (another seg_free of
+ * it fails, the stats count it as free), and the cache goes back to the heap when the
+ * thread exits, the process exits, or the thread calls seg_heap_stats() (each while the
+ * segment is visible); a dead process's cached blocks are reclaimed by the next process
+ * that runs out of space in the heap.
  *
  * Like malloc, the allocating calls return NULL and set errno on failure (ENOMEM, and
  * EFAULT for a segment that is not visible, EINVAL for a bad alignment); the precise exomem
@@ -14,8 +20,10 @@
  * Blocking and thread safety, for every call here: thread- and process-safe. A call waits
  * for the heap's mutex inside the segment while another thread or process is in a heap
  * call on the same segment (never longer than that call; a holder that died is detected and
- * the heap checked and repaired before use goes on), and briefly for the process's mutex
- * that finds the segment's mapping. No call waits for a segment lock or the registry.
+ * the heap checked and repaired before use goes on). The segment's mapping is found without
+ * a lock, except while another thread of the process switches, attaches or detaches: then
+ * the call waits for that to finish (and a vas_switch() waits for calls under way, so the
+ * heap is never unmapped under a call). No call waits for a segment lock or the registry.
  */
 #ifndef EXOMEM_ALLOC_H
 #define EXOMEM_ALLOC_H
@@ -70,7 +78,9 @@ int seg_set_root(segid_t sid, void *root);
 int seg_get_root(segid_t sid, void **root);
 
 /* Heap statistics, after checking the heap's consistency (-EXO_ECORRUPT if it is broken);
- * -EXO_ENOTMAPPED, -EXO_EINVAL (st NULL). Walks every chunk: time grows with the heap. */
+ * -EXO_ENOTMAPPED, -EXO_EINVAL (st NULL). Walks every chunk: time grows with the heap.
+ * Gives the calling thread's cached blocks of the heap back first (other threads' and
+ * processes' cached blocks count as free bytes and free chunks). */
 int seg_heap_stats(segid_t sid, struct seg_heap_stats *st);
 
 /* Allocate in the current VAS's heap segment (vas_ctl VAS_CTL_SET_HEAP, by default the

@@ -28,6 +28,7 @@ enum exomem_error {
     EXO_ENOSPC = ENOSPC,             /* the registry's file system is full */
     EXO_ENAMETOOLONG = ENAMETOOLONG, /* name longer than EXOMEM_NAME_MAX */
     EXO_ENOTSUP = ENOTSUP,           /* the kernel or the build lacks a needed mechanism */
+    EXO_EAGAIN = EAGAIN,             /* the object changed under the call: try again */
 
     EXO_EBASE = 1000,
     EXO_EBADNAME = EXO_EBASE,        /* name empty, starts with '.', or has a '/' or other char */

@@ -9,6 +9,7 @@
 #include <exomem/alloc.h>
 #include <exomem/vm.h>
 #include <exomem/pager.h>
+#include <exomem/carat.h>
 
 #define EXOMEM_VERSION "0.1.0"
 

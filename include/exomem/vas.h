@@ -61,6 +61,11 @@ struct vas_park_stats {
     uint64_t evictions;     /* parked VASes evicted so far */
     uint64_t moves;         /* segment moves by mremap so far */
     uint64_t maps;          /* segment maps (mmap + populate) so far */
+    /* Where vas_switch's time went, in nanoseconds summed over `switches` switches (those
+     * that changed the VAS): page-table moves (mremap), hiding what was moved away and
+     * changing access (mprotect), segment locks, and the rest (bookkeeping, maps). */
+    uint64_t switches;
+    uint64_t remap_ns, protect_ns, lock_ns, other_ns;
 };
 
 /* vas_ctl() commands. Those marked "process" apply to the calling process and ignore vid. */

@@ -8,6 +8,13 @@
  * doubly linked, LIFO lists: exact 16-byte classes below SMALL_LIMIT, then a few classes
  * per power of two (see bin_of). A bitmap of non-empty lists finds the next usable list fast.
  *
+ * Thread caches (thread_cache.c) keep freed chunks of up to EXO_HEAP_STASH_MAX bytes without
+ * the mutex: such a chunk stays "in use" for its neighbours (its footer is unchanged), but
+ * its header carries TAG_STASHED and its payload the owning process (pid and start time)
+ * and the cache's link. A live-chunk check fails on it, so it cannot be freed twice; the
+ * stats count it as free; chunks of a process that died are given back when the heap runs
+ * out of space or a dead mutex holder is recovered (reclaim_dead).
+ *
  * Crash safety: a process may die (SIGKILL) while holding the mutex. The chunk HEADERS are
  * the source of truth and every change is ordered so that a walk over them from the first
  * chunk always sees a valid tiling: a new chunk's tags are written before the one store to
@@ -15,6 +22,7 @@
  * stale after a death; the next locker rebuilds them from a header walk.
  */
 #include "alloc/heap.h"
+#include "alloc/heap_layout.h"
 #include "internal.h"
 #include "os/os.h"
 
@@ -24,68 +32,6 @@
 #include <stdbool.h>
 #include <string.h>
 #include <time.h>
-
-#define HEAP_MAGIC UINT64_C(0x5041454821584f45)  /* a formatted heap */
-#define HEAP_BUSY UINT64_C(0x474e495454414d46)   /* being formatted by another thread */
-#define HEAP_VERSION 1
-
-#define NBINS 320
-#define SMALL_LIMIT 1024   /* chunk sizes below this have exact-size bins */
-#define MIN_CHUNK 32       /* header, two links, footer */
-#define OVERHEAD 16        /* header + footer */
-
-#define TAG_INUSE UINT64_C(1)
-#define TAG_MARK UINT64_C(6)      /* fixed bits that garbage rarely has */
-#define TAG_LOW UINT64_C(15)
-
-/* Words of heap metadata may overlay user data of earlier chunks: allow any aliasing. */
-typedef uint64_t __attribute__((may_alias)) word_t;
-#define W(p) (*(word_t *)(void *)(p))
-
-struct exo_heap {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t header_size;
-    uint64_t base;
-    uint64_t size;
-    char *first;                /* first chunk */
-    char *end;                  /* epilogue tag: one past the last chunk */
-    void *root;
-    uint64_t owner_deaths;
-    uint64_t rebuilds;
-    pthread_mutex_t lock;
-    uint64_t binmap[NBINS / 64];
-    char *bins[NBINS];
-};
-
-#define MIN_REGION (sizeof(struct exo_heap) + 16 + MIN_CHUNK + 32)
-
-/* Stores before this become visible (to a crash) before stores after it. */
-static inline void commit_order(void)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
-static inline size_t tag_size(uint64_t t) { return (size_t)(t & ~TAG_LOW); }
-static inline bool tag_inuse(uint64_t t) { return (t & TAG_INUSE) != 0; }
-static inline bool tag_marked(uint64_t t) { return (t & (TAG_LOW & ~TAG_INUSE)) == TAG_MARK; }
-static inline uint64_t make_tag(size_t size, bool inuse) { return size | TAG_MARK | inuse; }
-
-/* Write c's footer, then its header (the header store is what the tiling sees). */
-static void set_tags(char *c, size_t size, bool inuse)
-{
-    uint64_t t = make_tag(size, inuse);
-    W(c + size - 8) = t;
-    commit_order();
-    W(c) = t;
-}
-
-/* Is t a plausible tag for a chunk at c (size in bounds)? */
-static bool tag_fits(const struct exo_heap *h, const char *c, uint64_t t)
-{
-    size_t sz = tag_size(t);
-    return tag_marked(t) && sz >= MIN_CHUNK && sz <= (size_t)(h->end - c);
-}
 
 /* Exact bins below 1 KiB; 16 bins per power of two up to 64 KiB (where most requests of
  * typical programs fall, so first-fit scans stay short); 4 per power of two beyond. */
@@ -313,12 +259,16 @@ static int check_locked(const struct exo_heap *h, struct seg_heap_stats *st)
     if (walk_headers(h))
         return -EXO_ECORRUPT;
     bool prev_free = false;
+    uint64_t stashed = 0, stashed_bytes = 0;
     for (char *c = h->first; c != h->end; c += tag_size(W(c))) {
         uint64_t t = W(c);
-        if (W(c + tag_size(t) - 8) != t || (!tag_inuse(t) && prev_free))
+        if (W(c + tag_size(t) - 8) != (t & ~TAG_STASHED) || (!tag_inuse(t) && prev_free))
             return -EXO_ECORRUPT;   /* torn tags, or two free neighbours not merged */
         prev_free = !tag_inuse(t);
-        if (prev_free) {
+        if (tag_stashed(t)) {
+            stashed_bytes += tag_size(t);
+            stashed++;
+        } else if (prev_free) {
             s.free_bytes += tag_size(t);
             s.free_chunks++;
         } else {
@@ -344,6 +294,8 @@ static int check_locked(const struct exo_heap *h, struct seg_heap_stats *st)
     }
     if (listed != s.free_chunks || listed_bytes != s.free_bytes)
         return -EXO_ECORRUPT;
+    s.free_chunks += stashed;   /* free for the application, only not in the free lists */
+    s.free_bytes += stashed_bytes;
     if (st)
         *st = s;
     return 0;
@@ -371,11 +323,46 @@ static int rebuild(struct exo_heap *h)
         if (c == h->end)
             break;
         if (tag_inuse(t))
-            W(c + tag_size(t) - 8) = t;
+            W(c + tag_size(t) - 8) = t & ~TAG_STASHED;
         c += tag_size(t);
     }
     h->rebuilds++;
     return check_locked(h, NULL);
+}
+
+/* Is the process named by a stash owner word (exo_heap_stash) still running? */
+static bool owner_alive(uint64_t owner)
+{
+    uint64_t start;
+    int pid = (int)(owner >> 32);
+    return pid > 0 && exo_os_process_start(pid, &start) == 0 && (uint32_t)start == (uint32_t)owner;
+}
+
+/* Give the stashed chunks of processes that are gone back to the free lists (lock held).
+ * Returns how many. Stashed chunks of live processes, this one's included, are not
+ * touched: their caches may hand them out any moment without the mutex. */
+static size_t reclaim_dead(struct exo_heap *h)
+{
+    if (walk_headers(h))
+        return 0;
+    uint64_t alive[8] = {0}, dead[8] = {0};   /* owners seen: /proc is read once each */
+    size_t n = 0;
+    for (char *c = h->first; c != h->end; c += tag_size(W(c))) {
+        uint64_t t = W(c);
+        if (!tag_stashed(t))
+            continue;
+        uint64_t owner = W(c + 8);
+        unsigned k = (unsigned)(owner * 0x9e3779b97f4a7c15u >> 61);
+        bool gone = owner == dead[k] ? true : owner == alive[k] ? false : !owner_alive(owner);
+        *(gone ? &dead[k] : &alive[k]) = owner;
+        if (gone) {
+            set_tags(c, tag_size(t), false);
+            n++;
+        }
+    }
+    if (n)
+        rebuild(h);   /* merges the new free chunks with their neighbours and lists them */
+    return n;
 }
 
 /* Take the heap's mutex; if its last holder died, make the heap consistent first. */
@@ -392,6 +379,7 @@ static int heap_lock(struct exo_heap *h)
         pthread_mutex_unlock(&h->lock);
         return -EXO_ECORRUPT;
     }
+    reclaim_dead(h);   /* the dead holder's thread caches, most likely */
     pthread_mutex_consistent(&h->lock);
     return 0;
 }
@@ -537,6 +525,8 @@ void *exo_heap_malloc(struct exo_heap *h, size_t size, int *code)
         return fail(code, rc);
     rc = -EXO_ENOMEM;
     char *c = take_fit_or_rebuild(h, need, &rc);
+    if (!c && rc == -EXO_ENOMEM && reclaim_dead(h) > 0)
+        c = take_fit_or_rebuild(h, need, &rc);
     if (c)
         carve(h, c, need);
     pthread_mutex_unlock(&h->lock);
@@ -558,6 +548,8 @@ void *exo_heap_memalign(struct exo_heap *h, size_t align, size_t size, int *code
     /* Room for the request plus a front gap that is either 0 or a whole free chunk. */
     rc = -EXO_ENOMEM;
     char *c = take_fit_or_rebuild(h, need + align + MIN_CHUNK, &rc);
+    if (!c && rc == -EXO_ENOMEM && reclaim_dead(h) > 0)
+        c = take_fit_or_rebuild(h, need + align + MIN_CHUNK, &rc);
     if (c) {
         uintptr_t payload = ((uintptr_t)c + 8 + align - 1) & ~(uintptr_t)(align - 1);
         size_t gap = payload - 8 - (uintptr_t)c;
@@ -663,6 +655,87 @@ size_t exo_heap_usable_size(struct exo_heap *h, void *p)
 int exo_heap_owns(struct exo_heap *h, const void *p)
 {
     return (const char *)p >= h->first && (const char *)p < h->end;
+}
+
+/* ---- thread caches ---- */
+
+size_t exo_heap_chunk_size(const struct exo_heap *h, size_t size)
+{
+    size_t need;
+    return chunk_need(h, size, &need) ? need : SIZE_MAX;
+}
+
+int exo_heap_stash(struct exo_heap *h, void *p, uint64_t owner, void *lists[], size_t *chunk)
+{
+    char *c = live_chunk(h, p);
+    if (!c)
+        return -EXO_EINVAL;
+    uint64_t t = W(c);
+    size_t sz = tag_size(t);
+    *chunk = sz;
+    if (sz > EXO_HEAP_STASH_MAX)
+        return 0;
+    W((char *)p) = owner;
+    W((char *)p + 8) = (uintptr_t)lists[sz / 16];
+    /* One winner if two threads free p at once (the loser sees a non-live chunk). */
+    uint64_t live = t;
+    /* Release: whoever sees the mark (a reclaim in another process) sees the owner too. */
+    if (!__atomic_compare_exchange_n((word_t *)(void *)c, &live, t | TAG_STASHED, false,
+                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        return -EXO_EINVAL;
+    lists[sz / 16] = p;
+    return 1;
+}
+
+/* The stashed chunk of payload p if owner stashed it, else NULL. */
+static char *stashed_chunk(const struct exo_heap *h, void *p, uint64_t owner)
+{
+    char *c = (char *)p - 8;
+    if (!chunk_place_ok(h, c))
+        return NULL;
+    uint64_t t = W(c);
+    if (!tag_stashed(t) || !tag_inuse(t) || !tag_fits(h, c, t) || W((char *)p) != owner ||
+        W(c + tag_size(t) - 8) != (t & ~TAG_STASHED))
+        return NULL;
+    return c;
+}
+
+void *exo_heap_unstash(struct exo_heap *h, void *p, uint64_t owner, void **next)
+{
+    char *c = stashed_chunk(h, p, owner);
+    if (!c)
+        return NULL;
+    *next = (void *)(uintptr_t)W((char *)p + 8);
+    __atomic_store_n((word_t *)(void *)c, W(c) & ~TAG_STASHED, __ATOMIC_RELAXED);
+    return p;
+}
+
+int exo_heap_unstash_free(struct exo_heap *h, void *list, uint64_t owner, unsigned max,
+                          void **rest)
+{
+    int rc = heap_lock(h);
+    if (rc)
+        return rc;
+    void *p = list;
+    for (unsigned i = 0; p && i < max && rc == 0; i++) {
+        char *c = stashed_chunk(h, p, owner);
+        if (!c) {
+            rc = -EXO_ECORRUPT;
+            break;
+        }
+        void *next = (void *)(uintptr_t)W((char *)p + 8);
+        if (!neighbours_sound(h, c)) {
+            rc = -EXO_ECORRUPT;
+            break;
+        }
+        W(c) = make_tag(tag_size(W(c)), false);
+        release(h, c);
+        p = next;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (rest)
+        *rest = rc ? NULL : p;
+    return rc;
 }
 
 int exo_heap_set_root(struct exo_heap *h, void *root)

@@ -53,6 +53,30 @@ int exo_heap_check_nolock(struct exo_heap *h, struct seg_heap_stats *st);
  * lists then had to be rebuilt from the chunk tags. Either pointer may be NULL. */
 void exo_heap_recoveries(struct exo_heap *h, uint64_t *owner_deaths, uint64_t *rebuilds);
 
+/* ---- thread caches (thread_cache.c) ----
+ * A freed chunk of at most EXO_HEAP_STASH_MAX bytes can be "stashed": kept by one thread's
+ * cache, without the mutex, and handed out again by that thread. `owner` names the process
+ * (pid << 32 | low 32 bits of its start time): stashed chunks of a process that is gone are
+ * given back when the heap runs out of space or recovers from a dead mutex holder. */
+#define EXO_HEAP_STASH_MAX 4112   /* the chunk of a 4 KiB request */
+
+/* The chunk size that a request of `size` bytes takes, SIZE_MAX if none could hold it. */
+size_t exo_heap_chunk_size(const struct exo_heap *h, size_t size);
+/* Stash live allocation p at the head of lists[chunk size / 16] (a cache's lists, linked
+ * through the chunks): 1, or 0 if its chunk is larger than EXO_HEAP_STASH_MAX (not
+ * stashed: free it), or -EXO_EINVAL if p is not a live allocation. *chunk gets its chunk
+ * size. Takes no lock; safe against a concurrent free of p in another thread (one of them
+ * fails). */
+int exo_heap_stash(struct exo_heap *h, void *p, uint64_t owner, void *lists[], size_t *chunk);
+/* Make stashed p live again: p, with *next its list link; NULL if p is not a chunk that
+ * owner stashed (a damaged list: drop it). No lock: only the stashing thread may call it. */
+void *exo_heap_unstash(struct exo_heap *h, void *p, uint64_t owner, void **next);
+/* Free up to max stashed chunks of the list starting at `list` under one lock; *rest gets
+ * the rest of the list. 0, or -EXO_ECORRUPT (a damaged list: drop the rest) or the lock's
+ * error. */
+int exo_heap_unstash_free(struct exo_heap *h, void *list, uint64_t owner, unsigned max,
+                          void **rest);
+
 /* Test hook: take the heap's mutex and keep it (the caller is expected to die holding it);
  * with drop_free_lists, also forget every free list, as a death in mid-operation might.
  * Returns 0 or the locking error. */

@@ -96,7 +96,9 @@ int exo_os_reserve_congruent(uint64_t len, uint64_t align_to, uint64_t modulus, 
 int exo_os_hide(uint64_t addr, uint64_t len);
 
 /* Map file fd (offset 0) shared at exactly addr over exomem's own reservation, with
- * read-write or read-only access, populating page tables when `populate`. */
+ * read-write or read-only access, populating page tables when `populate`. len may exceed
+ * the file's size (a padded segment, see switch.c): an access past the file's end then gets
+ * SIGBUS, and populating stops there. */
 int exo_os_map_file_fixed(int fd, uint64_t addr, uint64_t len, bool writable, bool populate,
                           bool huge_advice);
 
@@ -105,8 +107,12 @@ int exo_os_map_file(int fd, uint64_t len, bool writable, uint64_t *addr);
 
 /* Move the page tables of the mapping at [from, from+len) to `to` (replacing the reservation
  * there) with mremap(MREMAP_FIXED|MREMAP_DONTUNMAP), then make `from` inaccessible. Neither
- * range is ever a hole. Not for hugetlb mappings. */
-int exo_os_move(uint64_t from, uint64_t to, uint64_t len);
+ * range is ever a hole. Not for hugetlb mappings. When `steps` is not NULL, the time spent
+ * in the mremap and in the mprotect is added to it (for vas_switch's breakdown). */
+struct exo_os_move_steps {
+    uint64_t remap_ns, protect_ns;
+};
+int exo_os_move(uint64_t from, uint64_t to, uint64_t len, struct exo_os_move_steps *steps);
 
 /* The mmap/mprotect PROT_ bits of an access (EXO_ACCESS_* of access.h). */
 int exo_os_prot(int access);
@@ -232,6 +238,19 @@ typedef struct exo_os_sigpipe_hold {
 } exo_os_sigpipe_hold;
 void exo_os_sigpipe_hold_start(exo_os_sigpipe_hold *h);
 void exo_os_sigpipe_hold_end(exo_os_sigpipe_hold *h);
+
+/* --- stopping a process's threads (CARAT's moves); none of these call malloc --- */
+
+/* The ids of this process's threads (/proc/self/task) into tids; returns how many, or
+ * -EXO_ENOSPC if there are more than max, or another -EXO_ code. */
+int exo_os_list_threads(pid_t *tids, int max);
+/* Wait while *word == expected (or until a wake or a signal); wake every waiter. */
+void exo_os_futex_wait(const uint32_t *word, uint32_t expected);
+void exo_os_futex_wake_all(const uint32_t *word);
+/* This process's readable and writable mappings as sorted [lo, hi) pairs in ranges (one per
+ * mapping, so a thread's stack is one range), read from /proc/self/maps into buf. Returns how many pairs, -EXO_ENOSPC
+ * when more than max or buf is too small, or another -EXO_ code. */
+int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len);
 
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);

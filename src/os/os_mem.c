@@ -94,19 +94,24 @@ int exo_os_map_file(int fd, uint64_t len, bool writable, uint64_t *addr)
     return 0;
 }
 
-int exo_os_move(uint64_t from, uint64_t to, uint64_t len)
+int exo_os_move(uint64_t from, uint64_t to, uint64_t len, struct exo_os_move_steps *steps)
 {
     if (exo_os_fault(EXO_FAULT_MOVE))
         return -exo_os_code(errno);
+    uint64_t t0 = steps ? exo_os_now_ns() : 0;
     void *p = mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
                      (void *)to);
     if (p == MAP_FAILED)
         return -exo_os_code(errno);
+    uint64_t t1 = steps ? exo_os_now_ns() : 0;
     /* DONTUNMAP left the source mapped (empty page tables); make it inaccessible so a stray
      * access faults instead of silently mapping the file again. */
-    if (mprotect((void *)from, len, PROT_NONE) != 0)
-        return -exo_os_code(errno);
-    return 0;
+    int rc = mprotect((void *)from, len, PROT_NONE) != 0 ? -exo_os_code(errno) : 0;
+    if (steps) {
+        steps->remap_ns += t1 - t0;
+        steps->protect_ns += exo_os_now_ns() - t1;
+    }
+    return rc;
 }
 
 int exo_os_prot(int access)

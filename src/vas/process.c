@@ -3,6 +3,7 @@
 #include "seg/vas_record.h"
 #include "vas/space.h"
 #include "vas/vas_internal.h"
+#include "vas/view.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,7 @@ EXO_API int vas_detach(vhandle_t vh)
     exo_clear_error();
     struct space *s = exo_space();
     pthread_mutex_lock(&s->lock);
+    exo_view_change_begin();
     struct attachment *a = attached(s, vh);
     int rc = a ? 0 : -EXO_EDETACHED;
     if (a && s->current == a)
@@ -80,6 +82,7 @@ EXO_API int vas_detach(vhandle_t vh)
         drop_segments(s, a);
         a->handle = 0;
     }
+    exo_view_change_end();
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -93,8 +96,11 @@ static int do_switch(vhandle_t vh, bool wait)
     int rc = 0;
     if (vh != VAS_HOME && !(to = attached(s, vh)))
         rc = -EXO_EDETACHED;
-    if (!rc)
+    if (!rc) {
+        exo_view_change_begin();
         rc = exo_space_switch(s, to, wait);
+        exo_view_change_end();
+    }
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -153,7 +159,10 @@ EXO_API int seg_attach_local(vhandle_t vh, segid_t sid, int flags)
                       a->name);
         exo_pseg_put(s, ps);
     }
-    if (!rc && s->current == a) {
+    bool shown = !rc && s->current == a;
+    if (shown)
+        exo_view_change_begin();
+    if (shown) {
         /* The VAS is current, so the segment becomes visible at once, locked first as a
          * switch would. Not waiting for the lock keeps the global lock order safe. */
         enum exo_lock_mode want = flags == SEG_RDONLY ? EXO_LOCK_SHARED : EXO_LOCK_EXCLUSIVE;
@@ -173,6 +182,8 @@ EXO_API int seg_attach_local(vhandle_t vh, segid_t sid, int flags)
     }
     if (!rc)
         a->segs[a->nsegs++] = (struct attach_seg){ps, flags, true};
+    if (shown)
+        exo_view_change_end();
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -195,11 +206,13 @@ EXO_API int seg_detach_local(vhandle_t vh, segid_t sid)
                       "seg_detach()", (unsigned long long)sid, a->name);
     if (!rc) {
         struct pseg *ps = a->segs[i].ps;
+        exo_view_change_begin();
         memmove(&a->segs[i], &a->segs[i + 1], (a->nsegs - i - 1) * sizeof a->segs[0]);
         a->nsegs--;
         if (s->current == a)
             exo_space_hide(s, ps);
         exo_pseg_put(s, ps);
+        exo_view_change_end();
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -260,9 +273,11 @@ EXO_API int vas_ctl(int cmd, vasid_t vid, void *arg)
         /* This process's attachments of the VAS follow the new choice at once. */
         struct space *s = exo_space();
         pthread_mutex_lock(&s->lock);
+        exo_view_change_begin();
         for (size_t i = 0; i < VAS_ATTACH_MAX; i++)
             if (s->att[i].handle && s->att[i].vid == vid)
                 s->att[i].heap = *(const segid_t *)arg;
+        exo_view_change_end();
         pthread_mutex_unlock(&s->lock);
         return 0;
     }

@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "seg/claims.h"
 #include "seg/vas_record.h"
+#include "vas/view.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ static void after_fork_child(void)
         if (ps->paged)
             exo_paged_forget(ps);
         if (ps->where == PSEG_VISIBLE) {
-            exo_os_hide(ps->base, ps->size);
+            exo_os_hide(ps->base, ps->span);
             ps->where = PSEG_HIDDEN;
         }
         ps->lock = EXO_LOCK_NONE;
@@ -46,6 +47,7 @@ static void after_fork_child(void)
         exo_os_close(old);
     }
     s->current = NULL;
+    exo_view_after_fork_child();
     pthread_mutex_init(&s->lock, NULL);
 }
 
@@ -85,8 +87,8 @@ struct pseg *exo_space_pseg(struct space *s, segid_t sid)
 }
 
 /* --- address ranges ---
- * The base ranges of attached segments may overlap (segments of different VASes may share
- * addresses). A range piece is reserved while any attached segment covers it. */
+ * The base ranges (spans) of attached segments may overlap (segments of different VASes
+ * may share addresses). A range piece is reserved while any attached segment covers it. */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -116,8 +118,8 @@ static int for_each_piece(struct space *s, uint64_t lo, uint64_t hi, const struc
             continue;
         if (o->base > lo && o->base < hi)
             cuts[n++] = o->base;
-        if (o->base + o->size > lo && o->base + o->size < hi)
-            cuts[n++] = o->base + o->size;
+        if (o->base + o->span > lo && o->base + o->span < hi)
+            cuts[n++] = o->base + o->span;
     }
     qsort(cuts, n, sizeof *cuts, cmp_u64);
     int rc = 0;
@@ -128,7 +130,7 @@ static int for_each_piece(struct space *s, uint64_t lo, uint64_t hi, const struc
         struct piece_cover c = {false, false};
         for (size_t i = 0; i < s->npsegs; i++) {
             const struct pseg *o = s->psegs[i];
-            if (o == self || o->base > a || o->base + o->size < b)
+            if (o == self || o->base > a || o->base + o->span < b)
                 continue;
             c.any = true;
             if (o->where == PSEG_VISIBLE)
@@ -172,6 +174,88 @@ static int release_piece(uint64_t a, uint64_t b, struct piece_cover c, void *arg
     if (!c.visible)
         return exo_os_hide(a, b - a); /* drop our stale mapping, keep the reservation */
     return 0;
+}
+
+/* --- padding ---
+ * mremap moves a whole page-table page (one TLB flush) only where the moved range covers
+ * the 1 GiB it maps; anything less is moved 2 MiB at a time, each with its own flush,
+ * which is an IPI to every CPU running another thread of the process. So a 4K segment
+ * whose base is 1 GiB aligned is mapped over its size rounded up to whole GiBs: one
+ * mapping of its file, the part past the file's end faulting (SIGBUS). Its switches then
+ * cost what a 1 GiB segment's do, whatever its size. The padding also reserves that
+ * address range, so it is only made where nothing else is, and only while no attached
+ * segment with another base reaches into it: segments with the same base (of different
+ * VASes, never visible together) may share a padded range. A base that is not 1 GiB
+ * aligned is not padded: the file's data starts at offset 0, so one mapping cannot start
+ * below the base. */
+#define PAD_UNIT (UINT64_C(1) << 30)
+
+static bool ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* The span ps would have padded, or its size when it cannot be padded. */
+static uint64_t padded_span(const struct space *s, const struct pseg *ps)
+{
+    if (s->engine != VAS_ENGINE_PARK || ps->page_size != SEG_PAGE_4K || ps->paged ||
+        ps->base % PAD_UNIT != 0 || ps->size > UINT64_MAX - PAD_UNIT)
+        return ps->size;
+    uint64_t span = (ps->size + PAD_UNIT - 1) / PAD_UNIT * PAD_UNIT;
+    for (size_t i = 0; i < s->npsegs; i++) {
+        const struct pseg *o = s->psegs[i];
+        if (o->base != ps->base && ranges_meet(o->base, o->span, ps->base, span))
+            return ps->size;
+    }
+    return span;
+}
+
+/* Take x's padding away (another segment is coming into it): the padding becomes a plain
+ * reservation, and the pieces no other segment covers are given back. The newcomer then
+ * reserves its own pieces with MAP_FIXED_NOREPLACE: should another thread's mmap take one
+ * in between, the attach fails with EXO_EOVERLAP; nothing is ever replaced. */
+static void unpad(struct space *s, struct pseg *x)
+{
+    uint64_t lo = x->base + x->size, hi = x->base + x->span;
+    if (x->where == PSEG_VISIBLE)
+        exo_os_hide(lo, hi - lo);
+    else if (x->where == PSEG_PARKED)
+        exo_os_hide(x->park_addr + x->size, hi - lo);
+    exo_claims_remove(x->base, hi);
+    (void)exo_claims_add(x->base, lo); /* the slot just freed: cannot fail */
+    x->span = x->size;
+    for_each_piece(s, lo, hi, x, release_piece, NULL);
+}
+
+/* Unpad every segment with another base whose padding ps's span reaches into. */
+static void unpad_around(struct space *s, const struct pseg *ps)
+{
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *x = s->psegs[i];
+        if (x->span > x->size && x->base != ps->base &&
+            ranges_meet(x->base + x->size, x->span - x->size, ps->base, ps->span))
+            unpad(s, x);
+    }
+}
+
+/* Reserve the pieces of ps's span no other segment covers and claim the span. */
+static int reserve_span(struct space *s, struct pseg *ps)
+{
+    struct reserve_state st = {0, 0};
+    int rc = for_each_piece(s, ps->base, ps->base + ps->span, ps, reserve_piece, &st);
+    if (!rc && (rc = exo_claims_add(ps->base, ps->base + ps->span)) != 0)
+        st.failed_lo = ps->base + ps->span;
+    if (!rc)
+        return 0;
+    char desc[256] = "";
+    if (st.failed_hi)
+        exo_os_range_mapped(st.failed_lo, st.failed_hi - st.failed_lo, desc, sizeof desc);
+    for_each_piece(s, ps->base, ps->base + ps->span, ps, unreserve_piece, &st);
+    if (rc == -EXO_EOVERLAP)
+        return exo_fail(EXO_EOVERLAP, "segment '%s': [%#llx, %#llx) overlaps mapping %s",
+                        ps->name, (unsigned long long)ps->base,
+                        (unsigned long long)(ps->base + ps->span), desc);
+    return exo_fail(-rc, "segment '%s': cannot reserve its address range", ps->name);
 }
 
 int exo_pseg_get(struct space *s, segid_t sid, int flags, struct pseg **out)
@@ -224,22 +308,19 @@ int exo_pseg_get(struct space *s, segid_t sid, int flags, struct pseg **out)
         return rc;
     }
     memcpy(ps->name, rec.name, sizeof ps->name);
-    struct reserve_state st = {0, 0};
-    rc = for_each_piece(s, ps->base, ps->base + ps->size, ps, reserve_piece, &st);
-    if (!rc && (rc = exo_claims_add(ps->base, ps->base + ps->size)) != 0)
-        st.failed_lo = ps->base + ps->size;
+    ps->span = padded_span(s, ps);
+    unpad_around(s, ps);
+    rc = reserve_span(s, ps);
+    if (rc == -EXO_EOVERLAP && ps->span != ps->size) {
+        /* Something else is mapped in the padding: do without it. */
+        exo_clear_error();
+        ps->span = ps->size;
+        rc = reserve_span(s, ps);
+    }
     if (rc) {
-        char desc[256] = "";
-        if (st.failed_hi)
-            exo_os_range_mapped(st.failed_lo, st.failed_hi - st.failed_lo, desc, sizeof desc);
-        for_each_piece(s, ps->base, ps->base + ps->size, ps, unreserve_piece, &st);
         exo_os_close(fd);
         free(ps);
-        if (rc == -EXO_EOVERLAP)
-            return exo_fail(EXO_EOVERLAP, "segment '%s': [%#llx, %#llx) overlaps mapping %s",
-                            rec.name, (unsigned long long)rec.base,
-                            (unsigned long long)(rec.base + rec.size), desc);
-        return exo_fail(-rc, "segment '%s': cannot reserve its address range", rec.name);
+        return rc;
     }
     s->psegs[s->npsegs++] = ps;
     *out = ps;
@@ -251,7 +332,7 @@ void exo_pseg_put(struct space *s, struct pseg *ps)
     if (--ps->refs > 0)
         return;
     if (ps->park_addr) {
-        exo_os_unmap(ps->park_addr, ps->size);
+        exo_os_unmap(ps->park_addr, ps->park_len);
         if (ps->where == PSEG_PARKED)
             s->park.parked_bytes -= ps->size;
     }
@@ -263,9 +344,9 @@ void exo_pseg_put(struct space *s, struct pseg *ps)
             break;
         }
     }
-    exo_claims_remove(ps->base, ps->base + ps->size);
+    exo_claims_remove(ps->base, ps->base + ps->span);
     ps->where = PSEG_HIDDEN;
-    for_each_piece(s, ps->base, ps->base + ps->size, ps, release_piece, NULL);
+    for_each_piece(s, ps->base, ps->base + ps->span, ps, release_piece, NULL);
     exo_os_close(ps->fd);
     free(ps);
 }

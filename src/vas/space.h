@@ -23,6 +23,10 @@ struct pseg {
     segid_t sid;
     char name[EXOMEM_NAME_MAX + 1];
     uint64_t base, size, page_size;
+    /* The length of the range the segment's mapping covers from its base: its size, or,
+     * when padded, its size rounded up to a whole 1 GiB (see exo_pseg_get()). Mapping,
+     * moving, hiding and reserving use the span; the data is size bytes. */
+    uint64_t span;
     bool thp;                   /* SEG_THP: advise huge pages before populating */
     int fd;                     /* the data file; -1 after a failed reopen in a fork child */
     bool fd_writable;
@@ -30,6 +34,7 @@ struct pseg {
     enum pseg_where where;
     int access;                 /* when visible: EXO_ACCESS_READ or EXO_ACCESS_RW */
     uint64_t park_addr;         /* reserved parking slot, 0 if none */
+    uint64_t park_len;          /* its length (the span when it was reserved) */
     enum exo_lock_mode lock;    /* lock this process holds on it */
     /* SEG_PAGED (paged.c): the data is in a pager store; while visible a pager region at
      * the base serves it. */
@@ -66,6 +71,7 @@ struct space {
     int engine;
     bool locking;
     struct vas_park_stats park;
+    struct exo_os_move_steps steps; /* the current switch's mremap/mprotect time */
 };
 
 /* The process's space, initialised on first use. Callers take space->lock. */
@@ -75,7 +81,7 @@ struct attachment *exo_space_find(struct space *s, vhandle_t vh);
 struct pseg *exo_space_pseg(struct space *s, segid_t sid);
 
 /* Open (or take another reference to) segment sid for an attachment needing `flags`
- * access, reserving its base range. */
+ * access, reserving its base range (its span: padded to whole GiBs where it can be). */
 int exo_pseg_get(struct space *s, segid_t sid, int flags, struct pseg **out);
 /* Drop a reference; the last one closes the file and gives back the address ranges. The
  * segment must not be visible. */

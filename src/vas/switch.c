@@ -8,7 +8,9 @@
  * mapped again (MAP_POPULATE) on switch-in. park: its page tables are moved with
  * mremap(MREMAP_FIXED|MREMAP_DONTUNMAP) to a parking slot whose address is congruent to the
  * base modulo 1 GiB (the kernel then moves whole page-table levels), and moved back on
- * switch-in. Neither the base nor the slot is ever a hole. hugetlb segments are never
+ * switch-in. A segment at a 1 GiB-aligned base is mapped padded to whole GiBs (space.c)
+ * so that every move is a whole page-table page: one TLB flush, not one per 2 MiB, whatever
+ * its size. Neither the base nor the slot is ever a hole. hugetlb segments are never
  * mremapped (it hung a process on this kernel); they re-map, which is cheap since their
  * pages stay in the file. Every segment is file-backed, so hiding is always a safe
  * fallback: only its page tables are lost. */
@@ -110,6 +112,15 @@ static bool parkable(const struct space *s, const struct pseg *ps)
     return s->engine == VAS_ENGINE_PARK && ps->page_size == SEG_PAGE_4K && !ps->paged;
 }
 
+/* Change a visible segment's access, counting the time in the switch's breakdown. */
+static int protect_timed(struct space *s, const struct pseg *ps, int access)
+{
+    uint64_t t0 = exo_os_now_ns();
+    int rc = exo_os_protect(ps->base, ps->span, access);
+    s->steps.protect_ns += exo_os_now_ns() - t0;
+    return rc;
+}
+
 /* Take a segment off its base: park its page tables, or drop them. */
 static void switch_out(struct space *s, struct pseg *ps)
 {
@@ -119,13 +130,13 @@ static void switch_out(struct space *s, struct pseg *ps)
         return;
     }
     if (parkable(s, ps) && ps->park_addr &&
-        exo_os_move(ps->base, ps->park_addr, ps->size) == 0) {
+        exo_os_move(ps->base, ps->park_addr, ps->span, &s->steps) == 0) {
         ps->where = PSEG_PARKED;
         s->park.parked_bytes += ps->size;
         s->park.moves++;
         return;
     }
-    exo_os_hide(ps->base, ps->size);
+    exo_os_hide(ps->base, ps->span);
     ps->where = PSEG_HIDDEN;
 }
 
@@ -137,7 +148,7 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
             /* A paged segment going read-only writes back first: its lock may go next. */
             int rc = ps->paged && access != EXO_ACCESS_RW ? exo_paged_flush(ps) : 0;
             if (!rc)
-                rc = exo_os_protect(ps->base, ps->size, access);
+                rc = protect_timed(s, ps, access);
             if (rc)
                 return rc;
             ps->access = access;
@@ -157,19 +168,19 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
         s->park.parked_bytes -= ps->size;
         ps->where = PSEG_HIDDEN;
         /* The moved mapping keeps the access it had when parked (ps->access). */
-        if (exo_os_move(ps->park_addr, ps->base, ps->size) == 0 &&
-            (ps->access == access || exo_os_protect(ps->base, ps->size, access) == 0)) {
+        if (exo_os_move(ps->park_addr, ps->base, ps->span, &s->steps) == 0 &&
+            (ps->access == access || protect_timed(s, ps, access) == 0)) {
             s->park.moves++;
             ps->where = PSEG_VISIBLE;
             ps->access = access;
             return 0;
         }
-        exo_os_hide(ps->park_addr, ps->size); /* the data is safe in the file */
+        exo_os_hide(ps->park_addr, ps->span); /* the data is safe in the file */
     }
-    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->size, access == EXO_ACCESS_RW, true,
+    int rc = exo_os_map_file_fixed(ps->fd, ps->base, ps->span, access == EXO_ACCESS_RW, true,
                                    ps->thp);
     if (rc) {
-        exo_os_hide(ps->base, ps->size);
+        exo_os_hide(ps->base, ps->span);
         return exo_fail(-rc, "segment '%s': cannot map at %#llx", ps->name,
                         (unsigned long long)ps->base);
     }
@@ -186,7 +197,7 @@ void exo_space_hide(struct space *s, struct pseg *ps)
         if (ps->paged)
             exo_paged_hide(ps);
         else
-            exo_os_hide(ps->base, ps->size);
+            exo_os_hide(ps->base, ps->span);
         ps->where = PSEG_HIDDEN;
     }
     if (ps->lock != EXO_LOCK_NONE && ps->fd >= 0) {
@@ -208,9 +219,10 @@ static int reserve_slots(struct space *s, const struct attachment *from,
         made[i] = false;
         if (find_in(to, ps) || !parkable(s, ps) || ps->park_addr)
             continue;
-        int rc = exo_os_reserve_congruent(ps->size, ps->base, PARK_MODULUS, &ps->park_addr);
+        int rc = exo_os_reserve_congruent(ps->span, ps->base, PARK_MODULUS, &ps->park_addr);
         if (rc)
             return exo_fail(-rc, "segment '%s': no address space left to park it", ps->name);
+        ps->park_len = ps->span;
         made[i] = true;
     }
     return 0;
@@ -224,7 +236,7 @@ static void unreserve_slots(const struct attachment *from, const bool made[VAS_S
     for (unsigned i = 0; i < from->nsegs; i++) {
         struct pseg *ps = from->segs[i].ps;
         if (made[i] && ps->where != PSEG_PARKED) {
-            exo_os_unmap(ps->park_addr, ps->size);
+            exo_os_unmap(ps->park_addr, ps->park_len);
             ps->park_addr = 0;
         }
     }
@@ -300,6 +312,17 @@ static int flush_leaving(const struct attachment *from, const struct attachment 
     return 0;
 }
 
+/* Add one switch to the breakdown in the park statistics (vas_park_stats). */
+static void count_switch(struct space *s, uint64_t total_ns, uint64_t lock_ns)
+{
+    uint64_t known = lock_ns + s->steps.remap_ns + s->steps.protect_ns;
+    s->park.switches++;
+    s->park.remap_ns += s->steps.remap_ns;
+    s->park.protect_ns += s->steps.protect_ns;
+    s->park.lock_ns += lock_ns;
+    s->park.other_ns += total_ns > known ? total_ns - known : 0;
+}
+
 /* One attempt at the switch that never waits for a lock; -EXO_EBUSY with *busy set when
  * another process holds one, everything then as it was. */
 static int switch_now(struct space *s, struct attachment *to, struct pseg **busy,
@@ -309,11 +332,16 @@ static int switch_now(struct space *s, struct attachment *to, struct pseg **busy
     if (from == to)
         return 0;
     bool made[VAS_SEGS_MAX] = {false};
+    uint64_t t_start = exo_os_now_ns(), lock_ns = 0;
+    s->steps = (struct exo_os_move_steps){0, 0};
     int rc = flush_leaving(from, to);
     if (!rc)
         rc = reserve_slots(s, from, to, made);
-    if (!rc)
+    if (!rc) {
+        uint64_t t0 = exo_os_now_ns();
         rc = acquire(s, to, busy, busy_mode);
+        lock_ns += exo_os_now_ns() - t0;
+    }
     if (rc) {
         /* Nothing moved and no lock was taken: leave the address space as it was. */
         unreserve_slots(from, made);
@@ -324,11 +352,15 @@ static int switch_now(struct space *s, struct attachment *to, struct pseg **busy
         go_home(s); /* mapping failed (out of memory): end at home, holding nothing */
         return rc;
     }
+    uint64_t t0 = exo_os_now_ns();
     release_unless_in(s, to);
+    uint64_t t_end = exo_os_now_ns();
+    lock_ns += t_end - t0;
     stamp(s, from);
     stamp(s, to);
     s->current = to;
     exo_space_trim_park(s, to);
+    count_switch(s, t_end - t_start, lock_ns);
     return 0;
 }
 
@@ -379,7 +411,7 @@ void exo_space_trim_park(struct space *s, const struct attachment *keep)
             struct pseg *ps = victim->segs[i].ps;
             if (ps->where != PSEG_PARKED || find_in(keep, ps))
                 continue;
-            exo_os_hide(ps->park_addr, ps->size);
+            exo_os_hide(ps->park_addr, ps->span);
             ps->where = PSEG_HIDDEN;
             s->park.parked_bytes -= ps->size;
         }

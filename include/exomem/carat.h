@@ -1,0 +1,156 @@
+/* CARAT: compiler- and runtime-based address translation (Suchy et al., PLDI 2020), in user
+ * space.
+ *
+ * A program compiled with the exomem CARAT plugin (`exomem-cc`, see docs/carat.md) tells
+ * this runtime about every allocation (heap, globals, stack objects whose address escapes),
+ * every pointer it stores into memory (an "escape"), and checks its loads, stores and calls
+ * against the process's protection regions (guards). With that knowledge the runtime can
+ * move a live allocation: it stops every thread, patches every escaped pointer and every
+ * register and stack word that points into the allocation, copies it and frees the old copy.
+ *
+ * What differs from the paper: the program runs on virtual addresses under the kernel's
+ * paging as usual (user space cannot turn paging off), so the regions are what this runtime
+ * is told to enforce, not physical memory, and a move moves an allocation between heap
+ * blocks rather than physical pages.
+ *
+ * Calls return 0 or a negative -EXO_ code and set errno, like the rest of exomem. The
+ * exo_carat_hook_* and exo_carat_guard* functions are the plugin's calls into the runtime;
+ * they never fail (a guard that fails reports the violation and raises SIGSEGV).
+ */
+#ifndef EXOMEM_CARAT_H
+#define EXOMEM_CARAT_H
+
+#include <exomem/error.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Access rights of a protection region, and the access a guard checks. */
+enum {
+    EXO_CARAT_READ = 1,
+    EXO_CARAT_WRITE = 2,
+    EXO_CARAT_EXEC = 4,
+};
+
+/* One protection region: [base, base + len) with rights (EXO_CARAT_READ|WRITE|EXEC). */
+struct exo_carat_region {
+    uintptr_t base;
+    uintptr_t len;
+    int rights;
+};
+
+/* Replace the process's protection regions with the n regions given (any order; they must
+ * not overlap). n = 0 goes back to the default: the whole user address space but its first
+ * page, readable and writable. With one region guards compare inline; with more they
+ * search a sorted array (exo_carat_region_lookup). Errors: -EXO_EINVAL (overlapping or
+ * empty region, bad rights, n over 65536), -EXO_ENOMEM. Blocks while a move is under way;
+ * thread-safe (guards running meanwhile see the old or the new set, never a mix). */
+int exo_carat_set_regions(const struct exo_carat_region *regions, size_t n);
+
+/* The rights of the region that holds all of [addr, addr + len), or 0 if none does.
+ * Never fails; thread-safe, does not block. */
+int exo_carat_region_lookup(uintptr_t addr, uintptr_t len);
+
+/* What the runtime knows of the allocation that contains addr. */
+struct exo_carat_alloc_info {
+    uintptr_t base;        /* its first byte */
+    uintptr_t size;        /* its length in bytes */
+    int kind;              /* EXO_CARAT_HEAP, EXO_CARAT_GLOBAL or EXO_CARAT_STACK */
+    uint64_t escapes;      /* memory slots known to hold a pointer into it */
+    const char *site;      /* where it was allocated ("file:line" or a function name) */
+};
+enum { EXO_CARAT_HEAP = 1, EXO_CARAT_GLOBAL = 2, EXO_CARAT_STACK = 3 };
+
+/* Fill *info for the tracked allocation containing addr. Pending escape records are
+ * processed first, so `escapes` is current. Errors: -EXO_ENOENT (no tracked allocation
+ * holds addr). Thread-safe; takes the runtime's lock. */
+int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info);
+
+/* Counters of the runtime since start. */
+struct exo_carat_stats {
+    uint64_t allocations;      /* live tracked allocations */
+    uint64_t allocs_total;     /* allocation events seen */
+    uint64_t frees_total;      /* free events seen */
+    uint64_t escapes_total;    /* escape events seen (pointer stores reported) */
+    uint64_t escapes_live;     /* slots in the escape map now */
+    uint64_t table_bytes;      /* memory the allocation table and escape map use */
+    uint64_t guard_slow;       /* guards that left the inline fast path */
+    uint64_t moves;            /* completed moves */
+    uint64_t move_ns;          /* time spent in moves, world stopped */
+};
+
+/* Fill *st. Never fails; thread-safe, does not block (counters may lag by one event). */
+void exo_carat_get_stats(struct exo_carat_stats *st);
+
+/* Cost breakdown of the last move (the paper's Table 3), in nanoseconds. */
+struct exo_carat_move_cost {
+    uint64_t stop_ns;       /* signalling the other threads and waiting for all to park */
+    uint64_t find_ns;       /* flushing escape logs and finding the allocation */
+    uint64_t patch_ns;      /* patching escaped pointers */
+    uint64_t register_ns;   /* patching the parked threads' registers and stacks */
+    uint64_t copy_ns;       /* copying the data */
+    uint64_t resume_ns;     /* releasing the threads */
+    uint64_t patched;       /* pointers patched (escapes + registers + stack words) */
+    uint64_t threads;       /* threads stopped */
+};
+
+/* Move the heap allocation that contains addr to freshly allocated memory (malloc), while
+ * every other thread of the process is stopped: each escaped pointer into it, and each
+ * register or stack word of a stopped thread (and of the caller's stack) that points into
+ * it, is changed to point to the same offset of the new copy; the old block is freed after
+ * the threads resume. *new_base (may be NULL) gets the new address of the allocation's
+ * first byte; *cost (may be NULL) the breakdown. Errors: -EXO_ENOENT (addr is in no tracked
+ * heap allocation), -EXO_ENOMEM, -EXO_EAGAIN (the allocation was freed or resized while
+ * the world stopped: nothing moved), -EXO_EBUSY (a thread did not stop within a second:
+ * nothing moved). Blocks: stops and resumes all threads; one move at a time (others wait).
+ * Thread-safe. Must not be called from a signal handler. */
+int exo_carat_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost);
+
+/* The heap allocation with the most escapes (the paper's worst case for a move), or NULL
+ * if none is tracked. Never fails; thread-safe. */
+void *exo_carat_worst_allocation(void);
+
+/* Start a thread that moves the worst-case allocation rate times a second until
+ * exo_carat_mover_stop() (EXOMEM_CARAT_MOVES=rate starts it at program start in
+ * instrumented programs). Errors: -EXO_EINVAL (rate not in 1..1000000), -EXO_EEXIST (one is
+ * running), -EXO_ENOMEM. Thread-safe. */
+int exo_carat_mover_start(double rate);
+/* Stop the mover thread and wait for it; no-op if none runs. Never fails. */
+void exo_carat_mover_stop(void);
+
+/* ---- the plugin's calls (not for hand-written code) ---- */
+
+/* An allocation of size bytes at p was made at site (NULL p: a failed allocation, ignored). */
+void exo_carat_hook_alloc(void *p, uint64_t size, const char *site);
+/* Before realloc (or getline): no move may stop this thread until exo_carat_hook_realloc. */
+void exo_carat_hook_realloc_begin(void);
+/* realloc(old, size) returned p (old may be NULL; NULL p: failed, old unchanged). */
+void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site);
+/* p is about to be freed (NULL: nothing). */
+void exo_carat_hook_free(void *p);
+/* A global of size bytes at p (module constructors, before main). */
+void exo_carat_hook_global(void *p, uint64_t size, const char *name);
+/* A stack object whose address escapes: made at function entry, gone at return. */
+void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site);
+void exo_carat_hook_stack_free(void *p);
+/* The pointer value is about to be stored into *slot (called before the store, so that a
+ * move in between finds the slot). */
+void exo_carat_hook_escape(void *slot, const void *value);
+/* len bytes are about to be copied from src to dst (memcpy, memmove): the pointers among
+ * them escape to dst. */
+void exo_carat_hook_copy(void *dst, const void *src, uint64_t len);
+
+/* The guard's slow path, called by inline guards when [addr, addr + len) is outside the
+ * one-region fast path; returns if the access is allowed, else reports and raises SIGSEGV. */
+void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char *site);
+/* The one-region fast path the inline guards compare with: an access [a, a + len) with
+ * a >= exo_carat_fast_lo and a + len <= exo_carat_fast_hi needs no call. */
+extern uintptr_t exo_carat_fast_lo, exo_carat_fast_hi;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

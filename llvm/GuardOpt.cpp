@@ -1,0 +1,225 @@
+// CARAT's guard optimisations (section 4.1.1), applied in this order and counted for the
+// paper's Table 1:
+//  value range  an access proven inside a stack object or a global (dereferenceable at
+//               that point) needs no guard: those objects lie in regions checked at
+//               start-up (globals) or by the call guard that made the frame (stack);
+//  redundant    a guard dominated by a guard of the same address with at least the same
+//               size and rights (the paper's AC/DC available-expression analysis, on SSA
+//               values: a dominating check of the same value is available);
+//  hoist        a guard of a loop-invariant address that runs on every iteration moves to
+//               the loop's preheader, out to the outermost loop that allows it; call guards
+//               move out of loops that make no stack allocation;
+//  merge        an address that walks an affine range the loop bounds (scalar evolution:
+//               {start,+,step} with a computable trip count) is checked once, as a range,
+//               in the preheader.
+#include "Guards.h"
+
+#include "llvm/Analysis/Loads.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/MustExecute.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/ScalarEvolutionExpressions.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+
+#include <map>
+
+using namespace llvm;
+using namespace exomem_carat;
+
+static bool hasDynamicStack(Function &F) {
+  for (BasicBlock &BB : F)
+    for (Instruction &I : BB) {
+      if (auto *AI = dyn_cast<AllocaInst>(&I); AI && !AI->isStaticAlloca())
+        return true;
+      if (auto *II = dyn_cast<IntrinsicInst>(&I);
+          II && II->getIntrinsicID() == Intrinsic::stackrestore)
+        return true;
+    }
+  return false;
+}
+
+static void valueRange(Function &F, std::vector<Guard> &Gs, DominatorTree &DT,
+                       GuardCounts &C) {
+  const DataLayout &DL = F.getParent()->getDataLayout();
+  for (Guard &G : Gs) {
+    if (G.Removed || (G.K != Guard::Load && G.K != Guard::Store))
+      continue;
+    const Value *Obj = getUnderlyingObject(G.Ptr);
+    if (!isa<AllocaInst>(Obj) && !isa<GlobalVariable>(Obj))
+      continue;
+    Type *Ty = G.K == Guard::Load ? G.At->getType()
+                                  : cast<StoreInst>(G.At)->getValueOperand()->getType();
+    if (isa<AtomicRMWInst, AtomicCmpXchgInst>(G.At))
+      continue;
+    if (auto *GV = dyn_cast<GlobalVariable>(Obj); GV && GV->isConstant() && G.Access & Write)
+      continue;   // a store to a constant: let the guard see it
+    if (isDereferenceableAndAlignedPointer(G.Ptr, Ty, Align(1), DL, G.At, nullptr, &DT)) {
+      G.Removed = true;
+      C.ValueRange++;
+    }
+  }
+}
+
+// Does guard A make guard B unnecessary wherever A dominates B?
+static bool covers(const Guard &A, const Guard &B) {
+  if ((A.Access & B.Access) != B.Access)
+    return false;
+  if (A.K == Guard::Call || B.K == Guard::Call)
+    return A.K == B.K;
+  if (A.K == Guard::Range || B.K == Guard::Range || A.K == Guard::Merged ||
+      B.K == Guard::Merged)
+    return false;
+  return A.Ptr->stripPointerCasts() == B.Ptr->stripPointerCasts() && A.Size >= B.Size;
+}
+
+static Instruction *placeOf(const Guard &G) { return G.InsertBefore ? G.InsertBefore : G.At; }
+
+static unsigned removeRedundant(std::vector<Guard> &Gs, DominatorTree &DT, bool DynStack) {
+  // Group by address (calls form one group), then drop every guard another one covers
+  // and dominates. Quadratic only within a group.
+  std::map<const Value *, std::vector<Guard *>> Groups;
+  for (Guard &G : Gs) {
+    if (G.Removed || G.K == Guard::Range || G.K == Guard::Merged)
+      continue;
+    if (G.K == Guard::Call && DynStack)
+      continue;   // the stack pointer moves: every call site checks its own
+    Groups[G.K == Guard::Call ? nullptr : G.Ptr->stripPointerCasts()].push_back(&G);
+  }
+  unsigned N = 0;
+  for (auto &[Key, Members] : Groups)
+    for (Guard *B : Members)
+      for (Guard *A : Members) {
+        if (A == B || A->Removed || !covers(*A, *B))
+          continue;
+        Instruction *PA = placeOf(*A), *PB = placeOf(*B);
+        bool Dom = PA == PB ? A < B : DT.dominates(PA, PB);
+        if (Dom) {
+          B->Removed = true;
+          N++;
+          break;
+        }
+      }
+  return N;
+}
+
+// Runs G's instruction on every iteration that reaches the latch, and is the latch the
+// only exit? Then the addresses of iterations 0..trip count are exactly those accessed.
+static bool onEveryIteration(const Guard &G, Loop *L, DominatorTree &DT) {
+  BasicBlock *Latch = L->getLoopLatch();
+  return Latch && L->getExitingBlock() == Latch && DT.dominates(G.At->getParent(), Latch);
+}
+
+static void hoist(Function &F, std::vector<Guard> &Gs, LoopInfo &LI, DominatorTree &DT,
+                  bool DynStack, GuardCounts &C) {
+  for (Guard &G : Gs) {
+    if (G.Removed || G.K == Guard::Merged)
+      continue;
+    Loop *L = LI.getLoopFor(G.At->getParent());
+    bool Moved = false;
+    while (L && L->getLoopPreheader()) {
+      bool Ok;
+      if (G.K == Guard::Call) {
+        Ok = !DynStack;   // the frame is the same on every iteration
+      } else {
+        Ok = L->isLoopInvariant(G.Ptr) && (!G.Len || L->isLoopInvariant(G.Len));
+        if (Ok) {
+          SimpleLoopSafetyInfo Safety;
+          Safety.computeLoopSafetyInfo(L);
+          Ok = Safety.isGuaranteedToExecute(*G.At, &DT, L);
+        }
+      }
+      if (!Ok)
+        break;
+      G.InsertBefore = L->getLoopPreheader()->getTerminator();
+      Moved = true;
+      L = L->getParentLoop();
+    }
+    if (Moved)
+      C.Hoisted++;
+  }
+  (void)F;
+}
+
+static void merge(Function &F, std::vector<Guard> &Gs, LoopInfo &LI, DominatorTree &DT,
+                  ScalarEvolution &SE, GuardCounts &C) {
+  const DataLayout &DL = F.getParent()->getDataLayout();
+  for (Guard &G : Gs) {
+    if (G.Removed || G.InsertBefore || (G.K != Guard::Load && G.K != Guard::Store))
+      continue;
+    Loop *L = LI.getLoopFor(G.At->getParent());
+    if (!L || !L->getLoopPreheader() || !onEveryIteration(G, L, DT))
+      continue;
+    auto *AR = dyn_cast<SCEVAddRecExpr>(SE.getSCEV(G.Ptr));
+    if (!AR || AR->getLoop() != L || !AR->isAffine())
+      continue;
+    auto *Step = dyn_cast<SCEVConstant>(AR->getStepRecurrence(SE));
+    const SCEV *Trips = SE.getBackedgeTakenCount(L);
+    if (!Step || isa<SCEVCouldNotCompute>(Trips))
+      continue;
+    const SCEV *First = AR->getStart();
+    const SCEV *Last = AR->evaluateAtIteration(Trips, SE);
+    if (!SE.isLoopInvariant(First, L) || !SE.isLoopInvariant(Last, L))
+      continue;
+    bool Up = !Step->getAPInt().isNegative();
+    Instruction *At = L->getLoopPreheader()->getTerminator();
+    SCEVExpander X(SE, DL, "carat.range");
+    if (!X.isSafeToExpand(First) || !X.isSafeToExpand(Last))
+      continue;
+    Type *I64 = Type::getInt64Ty(F.getContext());
+    const SCEV *LoS = SE.getPtrToIntExpr(Up ? First : Last, I64);
+    const SCEV *HiS = SE.getPtrToIntExpr(Up ? Last : First, I64);
+    if (isa<SCEVCouldNotCompute>(LoS) || isa<SCEVCouldNotCompute>(HiS))
+      continue;
+    HiS = SE.getAddExpr(HiS, SE.getConstant(I64, G.Size));
+    G.Lo = X.expandCodeFor(LoS, I64, At);
+    G.Hi = X.expandCodeFor(HiS, I64, At);
+    G.K = Guard::Merged;
+    G.InsertBefore = At;
+    C.Merged++;
+  }
+}
+
+void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
+                                  const GuardOptions &O, std::vector<Guard> &Gs,
+                                  GuardCounts &C) {
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
+  ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+  bool DynStack = hasDynamicStack(F);
+  if (O.ValueRange)
+    valueRange(F, Gs, DT, C);
+  if (O.Redundant)
+    C.Redundant += removeRedundant(Gs, DT, DynStack);
+  if (O.Hoist) {
+    hoist(F, Gs, LI, DT, DynStack, C);
+    if (O.Redundant)   // hoisted copies of one check meet in a preheader
+      C.Redundant += removeRedundant(Gs, DT, DynStack);
+  }
+  if (O.Merge)
+    merge(F, Gs, LI, DT, SE, C);
+}
+
+void exomem_carat::prepareLoops(Function &F, FunctionAnalysisManager &FAM) {
+  // We run last in the pipeline, where loops need not have preheaders any more: give every
+  // loop one (and dedicated exits), so hoisted and merged checks have a place to go.
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
+  ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+  AssumptionCache &AC = FAM.getResult<AssumptionAnalysis>(F);
+  bool Changed = false;
+  for (Loop *L : LI.getLoopsInPreorder())
+    Changed |= simplifyLoop(L, &DT, &LI, &SE, &AC, nullptr, false);
+  if (Changed) {
+    PreservedAnalyses PA;
+    PA.preserve<DominatorTreeAnalysis>();
+    PA.preserve<LoopAnalysis>();
+    PA.preserve<ScalarEvolutionAnalysis>();
+    PA.preserve<AssumptionAnalysis>();
+    FAM.invalidate(F, PA);
+  }
+}

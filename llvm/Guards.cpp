@@ -1,0 +1,188 @@
+// Guards (CARAT section 4.1.1): every load, store, memory intrinsic and call is checked
+// against the process's protection regions, after CARAT's optimisations have removed what
+// they can (GuardOpt.cpp). A guard is inline code: with one region it compares the address
+// range with two globals the runtime keeps (exo_carat_fast_lo/hi) and calls the runtime
+// only when outside (exo_carat_guard_slow, which searches every region, reports a
+// violation and raises SIGSEGV).
+#include "Guards.h"
+
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+
+using namespace llvm;
+using namespace exomem_carat;
+
+// Bytes below the stack pointer a call guard checks: the callee's frame, as the paper's
+// "maximum stack footprint of the compiler-produced code of the target function" (we use
+// one page for every callee rather than computing each callee's frame).
+static const uint64_t CallFrameBytes = 4096;
+
+static bool skipCall(const CallBase &CB) {
+  if (CB.isInlineAsm())
+    return true;
+  const Function *F = CB.getCalledFunction();
+  if (F && (F->isIntrinsic() || isRuntimeFunction(*F)))
+    return true;
+  return false;
+}
+
+std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL,
+                                               GuardCounts &C) {
+  std::vector<Guard> Gs;
+  for (BasicBlock &BB : F)
+    for (Instruction &I : BB) {
+      Guard G;
+      G.At = &I;
+      if (auto *LI = dyn_cast<LoadInst>(&I)) {
+        G.K = Guard::Load;
+        G.Ptr = LI->getPointerOperand();
+        G.Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
+        G.Access = Read;
+        C.Loads++;
+      } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+        G.K = Guard::Store;
+        G.Ptr = SI->getPointerOperand();
+        G.Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
+        G.Access = Write;
+        C.Stores++;
+      } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
+        G.K = Guard::Store;
+        G.Ptr = RMW->getPointerOperand();
+        G.Size = DL.getTypeStoreSize(RMW->getValOperand()->getType()).getKnownMinValue();
+        G.Access = Read | Write;
+        C.Stores++;
+      } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
+        G.K = Guard::Store;
+        G.Ptr = CX->getPointerOperand();
+        G.Size = DL.getTypeStoreSize(CX->getNewValOperand()->getType()).getKnownMinValue();
+        G.Access = Read | Write;
+        C.Stores++;
+      } else if (auto *MI = dyn_cast<MemIntrinsic>(&I)) {
+        // memset/memcpy/memmove: the destination written, the source read, len bytes.
+        G.K = Guard::Range;
+        G.Ptr = MI->getRawDest();
+        G.Len = MI->getLength();
+        G.Access = Write;
+        Gs.push_back(G);
+        C.Ranges++;
+        if (auto *MT = dyn_cast<MemTransferInst>(MI)) {
+          G.Ptr = MT->getRawSource();
+          G.Access = Read;
+          Gs.push_back(G);
+          C.Ranges++;
+        }
+        continue;
+      } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+        if (skipCall(*CB))
+          continue;
+        G.K = Guard::Call;
+        G.Size = CallFrameBytes;
+        G.Access = Read | Write;
+        C.Calls++;
+      } else {
+        continue;
+      }
+      Gs.push_back(G);
+    }
+  return Gs;
+}
+
+namespace {
+struct Emitter {
+  Module &M;
+  FunctionCallee Slow;
+  GlobalVariable *FastLo, *FastHi;
+  Function *ReadReg;
+  MDNode *Unlikely;
+
+  explicit Emitter(Module &Mod) : M(Mod) {
+    LLVMContext &C = M.getContext();
+    Type *I64 = Type::getInt64Ty(C);
+    Slow = M.getOrInsertFunction("exo_carat_guard_slow", Type::getVoidTy(C), I64, I64,
+                                 Type::getInt32Ty(C), PointerType::getUnqual(C));
+    FastLo = fastGlobal("exo_carat_fast_lo");
+    FastHi = fastGlobal("exo_carat_fast_hi");
+    ReadReg = Intrinsic::getDeclaration(&M, Intrinsic::read_register, {I64});
+    Unlikely = MDBuilder(C).createBranchWeights(1, 1 << 20);
+  }
+
+  GlobalVariable *fastGlobal(StringRef Name) {
+    Type *I64 = Type::getInt64Ty(M.getContext());
+    if (GlobalVariable *G = M.getGlobalVariable(Name))
+      return G;
+    return new GlobalVariable(M, I64, false, GlobalValue::ExternalLinkage, nullptr, Name);
+  }
+
+  // if (!(lo <= A && A + Len <= hi)) exo_carat_guard_slow(A, Len, Access, site)
+  // (a Len that may be 0 passes: memcpy(p, q, 0) touches nothing).
+  void check(Instruction *Before, Value *A, Value *Len, int Access, const Instruction &SiteOf,
+             bool MaybeZero) {
+    IRBuilder<> B(Before);
+    Type *I64 = B.getInt64Ty();
+    Value *Lo = B.CreateLoad(I64, FastLo, "carat.lo");
+    Value *Hi = B.CreateLoad(I64, FastHi, "carat.hi");
+    Value *End = B.CreateAdd(A, Len);
+    Value *Ok = B.CreateAnd(B.CreateICmpUGE(A, Lo), B.CreateICmpULE(End, Hi));
+    if (MaybeZero)
+      Ok = B.CreateOr(Ok, B.CreateICmpEQ(Len, ConstantInt::get(I64, 0)));
+    Instruction *Then =
+        SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
+    IRBuilder<> T(Then);
+    T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)});
+  }
+
+  void emit(Guard &G) {
+    Instruction *Before = G.InsertBefore ? G.InsertBefore : G.At;
+    IRBuilder<> B(Before);
+    Type *I64 = B.getInt64Ty();
+    switch (G.K) {
+    case Guard::Load:
+    case Guard::Store:
+      check(Before, B.CreatePtrToInt(G.Ptr, I64), B.getInt64(G.Size), G.Access, *G.At, false);
+      break;
+    case Guard::Range:
+      check(Before, B.CreatePtrToInt(G.Ptr, I64), B.CreateZExtOrTrunc(G.Len, I64), G.Access,
+            *G.At, true);
+      break;
+    case Guard::Merged:
+      check(Before, G.Lo, B.CreateSub(G.Hi, G.Lo), G.Access, *G.At, true);
+      break;
+    case Guard::Call: {
+      MDNode *Rsp = MDNode::get(M.getContext(), MDString::get(M.getContext(), "rsp"));
+      Value *Sp = B.CreateCall(ReadReg, {MetadataAsValue::get(M.getContext(), Rsp)});
+      check(Before, B.CreateSub(Sp, B.getInt64(G.Size)), B.getInt64(G.Size), G.Access, *G.At,
+            false);
+      break;
+    }
+    }
+  }
+};
+} // namespace
+
+bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const GuardOptions &O,
+                               GuardCounts &C) {
+  FunctionAnalysisManager &FAM =
+      MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+  Emitter E(M);
+  bool Changed = false;
+  for (Function &F : M) {
+    if (F.isDeclaration() || isRuntimeFunction(F))
+      continue;
+    prepareLoops(F, FAM);
+    std::vector<Guard> Gs = collectGuards(F, M.getDataLayout(), C);
+    if (Gs.empty())
+      continue;
+    optimizeGuards(F, FAM, O, Gs, C);
+    for (Guard &G : Gs)
+      if (!G.Removed) {
+        E.emit(G);
+        C.Final++;
+      }
+    FAM.invalidate(F, PreservedAnalyses::none());
+    Changed = true;
+  }
+  return Changed;
+}

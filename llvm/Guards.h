@@ -1,0 +1,31 @@
+// Guards as the optimisations see them, before any code is emitted.
+#pragma once
+
+#include "Carat.h"
+
+#include <vector>
+
+namespace exomem_carat {
+
+enum Access { Read = 1, Write = 2 };
+
+struct Guard {
+  enum Kind { Load, Store, Call, Range, Merged } K = Load;
+  llvm::Instruction *At = nullptr;       // the guarded instruction
+  llvm::Value *Ptr = nullptr;            // Load/Store/Range: the address
+  uint64_t Size = 0;                     // Load/Store/Call: bytes
+  llvm::Value *Len = nullptr;            // Range: bytes (a value)
+  llvm::Value *Lo = nullptr, *Hi = nullptr; // Merged: [Lo, Hi) as i64, in the preheader
+  int Access = Read;
+  llvm::Instruction *InsertBefore = nullptr; // hoisted or merged: where the check goes
+  bool Removed = false;
+};
+
+// Give every loop of F a preheader and dedicated exits (LoopSimplify).
+void prepareLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM);
+std::vector<Guard> collectGuards(llvm::Function &F, const llvm::DataLayout &DL,
+                                 GuardCounts &C);
+void optimizeGuards(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
+                    const GuardOptions &O, std::vector<Guard> &Gs, GuardCounts &C);
+
+} // namespace exomem_carat

@@ -1,0 +1,55 @@
+/* The allocation table: every tracked allocation, ordered by address, and for each the set
+ * of memory slots known to hold a pointer into it (the paper's Allocation-to-Escape map).
+ * Not thread-safe: the runtime's lock (carat_internal.h) guards it. */
+#ifndef EXOMEM_CARAT_ALLOC_TABLE_H
+#define EXOMEM_CARAT_ALLOC_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A set of slot addresses (open addressing, 0 = empty). */
+struct escape_set {
+    uintptr_t *slots;
+    uint32_t cap;        /* power of two, or 0 */
+    uint32_t count;
+};
+
+struct alloc {
+    uintptr_t base, size;
+    int kind;                /* EXO_CARAT_HEAP / GLOBAL / STACK */
+    uint32_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
+    const char *site;
+    struct escape_set escapes;
+    struct alloc *left, *right;
+    uint32_t prio;           /* treap heap order: keeps the tree balanced on average */
+};
+
+struct alloc_table {
+    struct alloc *root;
+    uint64_t count;
+    uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter */
+    uint64_t bytes;          /* memory of nodes and escape sets */
+};
+
+/* Add [base, base+size). An allocation already at base (a free we never saw, e.g. by an
+ * uninstrumented library) is replaced. -EXO_ENOMEM. */
+int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
+                       const char *site);
+/* Remove the allocation starting at base; false if none does. */
+bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
+/* The allocation containing addr, or NULL. */
+struct alloc *exo_carat_alloc_table_find(const struct alloc_table *t, uintptr_t addr);
+/* Change the base of a (after a move); keeps the order (the caller made sure the new range
+ * overlaps no other allocation). */
+void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base);
+/* Call fn for every allocation in address order until it returns true. */
+void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg);
+/* Free everything. */
+void exo_carat_alloc_table_clear(struct alloc_table *t);
+
+/* Escape sets. */
+int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot);
+void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
+void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
+
+#endif

@@ -1,0 +1,110 @@
+/* The CARAT runtime's shared state: the allocation table under one lock, the registered
+ * threads with their escape logs, and the "in the runtime" flag that keeps a stop request
+ * from parking a thread while it holds the lock. */
+#ifndef EXOMEM_CARAT_INTERNAL_H
+#define EXOMEM_CARAT_INTERNAL_H
+
+#include <exomem/carat.h>
+#include "carat/alloc_table.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* For the code that reads the program's memory conservatively (stacks, stale slots). */
+#define CARAT_NO_ASAN __attribute__((no_sanitize_address, no_sanitize("undefined")))
+
+/* Escapes are logged per thread and applied to the table in batches (as the paper does):
+ * the map changes fast, the log is cheap, and a move flushes every log first. */
+#define CARAT_LOG_CAP 2048
+struct escape_entry {
+    uintptr_t slot, value;
+};
+
+struct carat_thread {
+    struct escape_entry log[CARAT_LOG_CAP];
+    uint32_t n;
+    struct carat_thread *next, *prev;
+};
+
+struct carat_tls {
+    volatile sig_atomic_t in_runtime;     /* depth: a park request waits until it is 0 */
+    volatile sig_atomic_t park_pending;   /* one came while in_runtime */
+    struct carat_thread *thread;          /* NULL until the thread's first escape */
+    uint32_t parked_epoch;                /* the last stop this thread arrived at */
+};
+extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
+
+struct carat_counters {
+    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns;
+};
+
+struct carat_runtime {
+    pthread_mutex_t lock;            /* the table, the thread list, the logs' flushes */
+    struct alloc_table table;
+    struct carat_thread *threads;
+    struct carat_counters count;
+};
+extern struct carat_runtime exo_carat;
+
+/* Set up the runtime once (signal handler, thread key, a mover from EXOMEM_CARAT_MOVES). */
+void exo_carat_init(void);
+extern _Atomic bool exo_carat_ready;
+static inline void carat_ensure_init(void)
+{
+    if (__builtin_expect(!atomic_load_explicit(&exo_carat_ready, memory_order_acquire), 0))
+        exo_carat_init();
+}
+
+/* Bracket every runtime entry from instrumented code. They nest (a realloc is bracketed
+ * from before the call to the end of its hook, and the hook's own steps bracket themselves):
+ * the thread parks only when the outermost one ends. */
+static inline void carat_enter(void)
+{
+    exo_carat_tls.in_runtime++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+void exo_carat_park_self(void);
+static inline void carat_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    exo_carat_tls.in_runtime--;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(exo_carat_tls.park_pending && !exo_carat_tls.in_runtime, 0))
+        exo_carat_park_self();
+}
+
+/* Apply every registered thread's escape log to the table (lock held). Only while the
+ * world is stopped: a running thread appends to its log without the lock. */
+void exo_carat_flush_all(void);
+/* Apply the calling thread's own log (lock held). Queries made while threads run use this:
+ * what other threads logged since their last flush is not in the table yet. */
+void exo_carat_flush_own(void);
+/* Apply the calling thread's log (lock held). */
+void exo_carat_flush_thread(struct carat_thread *t);
+/* Record that slot holds a pointer to value, if value is in a tracked allocation (lock
+ * held). */
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value);
+/* Note, for every word of [src, src + len) that points into a tracked allocation, that the
+ * same offset of dst will hold it (lock held). src == dst: the pointers a block holds. */
+void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len);
+
+/* ---- stopping the world (world.c) ---- */
+
+struct carat_parked {
+    pid_t tid;
+    void *ucontext;   /* the thread's registers, saved by the kernel on its stack */
+};
+/* Stop every thread of the process but the caller; *parked gets the array, *n its length.
+ * -EXO_EBUSY if one did not stop within timeout_ns (then all are resumed). */
+int exo_carat_world_stop(struct carat_parked **parked, int *n, uint64_t timeout_ns);
+void exo_carat_world_resume(void);
+int exo_carat_world_install(void);
+
+/* ---- moves (move.c) and the mover thread (mover.c) ---- */
+int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost);
+uintptr_t exo_carat_worst_heap(void);   /* lock held */
+
+#endif

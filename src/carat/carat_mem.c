@@ -1,0 +1,65 @@
+/* Power-of-two size classes from 16 bytes to 64 KiB, each a free list carved from 1 MiB
+ * chunks mapped from the kernel; bigger blocks are mappings of their own. Freed blocks go
+ * back to their class's list (memory is reused, never returned: the tables of a tracked
+ * program shrink rarely). */
+#include "carat/carat_mem.h"
+#include "os/os.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define MIN_SHIFT 4
+#define MAX_SHIFT 16
+#define CHUNK (1u << 20)
+
+static void *free_list[MAX_SHIFT + 1];
+static char *chunk_next, *chunk_end;
+
+static unsigned class_of(size_t n)
+{
+    unsigned s = MIN_SHIFT;
+    while (((size_t)1 << s) < n)
+        s++;
+    return s;
+}
+
+void *exo_carat_mem_alloc(size_t n)
+{
+    unsigned s = class_of(n ? n : 1);
+    if (s > MAX_SHIFT) {
+        uint64_t addr;
+        if (exo_os_map_anon((n + 4095) & ~(size_t)4095, false, &addr))
+            return NULL;
+        return (void *)(uintptr_t)addr;   /* fresh anonymous memory is zero */
+    }
+    size_t bytes = (size_t)1 << s;
+    void *p = free_list[s];
+    if (p) {
+        free_list[s] = *(void **)p;
+        memset(p, 0, bytes);
+        return p;
+    }
+    if ((size_t)(chunk_end - chunk_next) < bytes) {
+        uint64_t addr;
+        if (exo_os_map_anon(CHUNK, false, &addr))
+            return NULL;
+        chunk_next = (char *)(uintptr_t)addr;   /* the old chunk's tail is left unused */
+        chunk_end = chunk_next + CHUNK;
+    }
+    p = chunk_next;
+    chunk_next += bytes;
+    return p;
+}
+
+void exo_carat_mem_free(void *p, size_t n)
+{
+    if (!p)
+        return;
+    unsigned s = class_of(n ? n : 1);
+    if (s > MAX_SHIFT) {
+        exo_os_unmap((uint64_t)(uintptr_t)p, (n + 4095) & ~(size_t)4095);
+        return;
+    }
+    *(void **)p = free_list[s];
+    free_list[s] = p;
+}

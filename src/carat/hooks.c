@@ -1,0 +1,299 @@
+/* The calls the CARAT plugin inserts into a program: allocations, frees and escapes go into
+ * the allocation table (escapes through a per-thread log applied in batches), and the
+ * runtime's lazy set-up. */
+#include "carat/carat_internal.h"
+#include "carat/carat_mem.h"
+#include "internal.h"
+
+#include <malloc.h>
+#include <string.h>
+
+struct carat_runtime exo_carat = { .lock = PTHREAD_MUTEX_INITIALIZER };
+_Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
+_Atomic bool exo_carat_ready;
+
+static pthread_key_t thread_key;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int exo_carat_mover_autostart(void);
+
+/* A thread that ends hands its log to the table and leaves the list. */
+static void thread_gone(void *p)
+{
+    struct carat_thread *t = p;
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_flush_thread(t);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        exo_carat.threads = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    exo_carat_mem_free(t, sizeof *t);
+    pthread_mutex_unlock(&exo_carat.lock);
+    exo_carat_tls.thread = NULL;
+    carat_leave();
+}
+
+void exo_carat_init(void)
+{
+    pthread_mutex_lock(&init_lock);
+    if (!atomic_load(&exo_carat_ready)) {
+        pthread_key_create(&thread_key, thread_gone);
+        exo_carat_world_install();
+        atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
+        exo_carat_mover_autostart();
+    }
+    pthread_mutex_unlock(&init_lock);
+}
+
+/* The calling thread's log, registered on first use (lock not held). NULL if out of
+ * memory: its escapes are then applied one by one. */
+static struct carat_thread *my_thread(void)
+{
+    struct carat_thread *t = exo_carat_tls.thread;
+    if (__builtin_expect(t != NULL, 1))
+        return t;
+    pthread_mutex_lock(&exo_carat.lock);
+    t = exo_carat_mem_alloc(sizeof *t);
+    if (t) {
+        t->next = exo_carat.threads;
+        if (t->next)
+            t->next->prev = t;
+        exo_carat.threads = t;
+    }
+    pthread_mutex_unlock(&exo_carat.lock);
+    if (t) {
+        exo_carat_tls.thread = t;
+        pthread_setspecific(thread_key, t);
+    }
+    return t;
+}
+
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
+{
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
+    if (a)
+        exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot);
+}
+
+void exo_carat_flush_thread(struct carat_thread *t)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        exo_carat_note_escape(t->log[i].slot, t->log[i].value);
+    t->n = 0;
+}
+
+void exo_carat_flush_own(void)
+{
+    if (exo_carat_tls.thread)
+        exo_carat_flush_thread(exo_carat_tls.thread);
+}
+
+void exo_carat_flush_all(void)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        exo_carat_flush_thread(t);
+}
+
+CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len)
+{
+    uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
+    /* Words at 8-byte offsets from the start: a copy keeps offsets, and pointers in the
+     * copied data sit at aligned offsets of its source. */
+    for (uint64_t off = 0; off + 8 <= len; off += 8) {
+        uintptr_t v;
+        memcpy(&v, (const void *)(src + off), sizeof v);
+        if (v >= lo && v < hi)
+            exo_carat_note_escape(dst + off, v);
+    }
+}
+
+static void track(void *p, uint64_t size, int kind, const char *site)
+{
+    if (!p)
+        return;
+    if (size == UINT64_MAX)   /* the plugin could not tell (strdup, getline): ask malloc */
+        size = malloc_usable_size(p);
+    carat_ensure_init();
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_alloc_table_insert(&exo_carat.table, (uintptr_t)p, size, kind, site);
+    pthread_mutex_unlock(&exo_carat.lock);
+    atomic_fetch_add_explicit(&exo_carat.count.allocs, 1, memory_order_relaxed);
+    carat_leave();
+}
+
+static void untrack(void *p)
+{
+    if (!p)
+        return;
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
+    pthread_mutex_unlock(&exo_carat.lock);
+    atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);
+    carat_leave();
+}
+
+EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
+{
+    track(p, size, EXO_CARAT_HEAP, site);
+}
+
+EXO_API void exo_carat_hook_realloc_begin(void)
+{
+    carat_ensure_init();
+    carat_enter();   /* left at the end of exo_carat_hook_realloc */
+}
+
+EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site)
+{
+    if (p) {   /* NULL: failed, old is untouched and still tracked */
+        if (size == UINT64_MAX)
+            size = malloc_usable_size(p);
+        if (old && old != p)
+            untrack(old);
+        track(p, size, EXO_CARAT_HEAP, site);
+        if (old != p) {   /* the pointers old held are in p now */
+            pthread_mutex_lock(&exo_carat.lock);
+            exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
+            pthread_mutex_unlock(&exo_carat.lock);
+        }
+    }
+    carat_leave();   /* the bracket exo_carat_hook_realloc_begin opened */
+}
+
+EXO_API void exo_carat_hook_free(void *p)
+{
+    untrack(p);
+}
+
+EXO_API void exo_carat_hook_global(void *p, uint64_t size, const char *name)
+{
+    track(p, size, EXO_CARAT_GLOBAL, name);
+}
+
+EXO_API void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site)
+{
+    track(p, size, EXO_CARAT_STACK, site);
+}
+
+EXO_API void exo_carat_hook_stack_free(void *p)
+{
+    untrack(p);
+}
+
+EXO_API void exo_carat_hook_escape(void *slot, const void *value)
+{
+    carat_enter();
+    struct carat_thread *t = my_thread();
+    if (__builtin_expect(t && t->n < CARAT_LOG_CAP, 1)) {
+        t->log[t->n].slot = (uintptr_t)slot;
+        t->log[t->n].value = (uintptr_t)value;
+        t->n++;
+    } else {
+        pthread_mutex_lock(&exo_carat.lock);
+        if (t)
+            exo_carat_flush_thread(t);
+        exo_carat_note_escape((uintptr_t)slot, (uintptr_t)value);
+        pthread_mutex_unlock(&exo_carat.lock);
+    }
+    atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
+    carat_leave();
+}
+
+EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
+{
+    if (len < sizeof(void *) || !src || !dst)
+        return;
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
+    pthread_mutex_unlock(&exo_carat.lock);
+    carat_leave();
+}
+
+/* ---- queries ---- */
+
+static uint64_t live_escapes(const struct alloc *a)
+{
+    return a->escapes.count;
+}
+
+EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
+{
+    carat_ensure_init();
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_flush_own();
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)addr);
+    if (a && info) {
+        info->base = a->base;
+        info->size = a->size;
+        info->kind = a->kind;
+        info->escapes = live_escapes(a);
+        info->site = a->site;
+    }
+    pthread_mutex_unlock(&exo_carat.lock);
+    carat_leave();
+    if (!a)
+        return exo_fail(EXO_ENOENT, "%p is in no tracked allocation", addr);
+    return 0;
+}
+
+static bool add_escapes(struct alloc *a, void *arg)
+{
+    *(uint64_t *)arg += a->escapes.count;
+    return false;
+}
+
+EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_flush_own();
+    st->allocations = exo_carat.table.count;
+    st->table_bytes = exo_carat.table.bytes;
+    exo_carat_alloc_table_each(&exo_carat.table, add_escapes, &st->escapes_live);
+    pthread_mutex_unlock(&exo_carat.lock);
+    carat_leave();
+    st->allocs_total = atomic_load(&exo_carat.count.allocs);
+    st->frees_total = atomic_load(&exo_carat.count.frees);
+    st->escapes_total = atomic_load(&exo_carat.count.escapes);
+    st->guard_slow = atomic_load(&exo_carat.count.guard_slow);
+    st->moves = atomic_load(&exo_carat.count.moves);
+    st->move_ns = atomic_load(&exo_carat.count.move_ns);
+}
+
+struct worst {
+    struct alloc *best;
+};
+
+static bool pick_worst(struct alloc *a, void *arg)
+{
+    struct worst *w = arg;
+    if (a->kind == EXO_CARAT_HEAP && (!w->best || a->escapes.count > w->best->escapes.count))
+        w->best = a;
+    return false;
+}
+
+uintptr_t exo_carat_worst_heap(void)
+{
+    exo_carat_flush_own();
+    struct worst w = { NULL };
+    exo_carat_alloc_table_each(&exo_carat.table, pick_worst, &w);
+    return w.best ? w.best->base : 0;
+}
+
+EXO_API void *exo_carat_worst_allocation(void)
+{
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    uintptr_t b = exo_carat_worst_heap();
+    pthread_mutex_unlock(&exo_carat.lock);
+    carat_leave();
+    return (void *)b;
+}

@@ -1,0 +1,280 @@
+/* Moving a live heap allocation (the paper's Figure 8, at allocation rather than page
+ * granularity): with the world stopped, patch every escaped pointer into it, every register
+ * of a stopped thread and every word of their stacks that points into it, copy it to a new
+ * block, and free the old block once the threads run again.
+ *
+ * Pointers are patched only where they can be read safely: a logged escape slot is read only
+ * if it lies in a writable mapping (the slot may belong to memory freed since), and only
+ * rewritten if it still points into the allocation. Stacks are scanned conservatively: a
+ * word that happens to equal an address inside the allocation is changed too (as in
+ * conservative garbage collectors; docs/carat.md). */
+#include "carat/carat_internal.h"
+#include "carat/carat_mem.h"
+#include "os/os.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <cpuid.h>
+#include <ucontext.h>
+
+#define MAX_RANGES 65536
+#define MAPS_BUF (8u << 20)
+
+static uintptr_t *ranges;     /* writable mappings at the time of the move: [lo, hi) pairs */
+static int nranges;
+static char *maps_buf;
+
+/* The writable range holding [a, a + 8), or -1. */
+static int range_of(uintptr_t a)
+{
+    int lo = 0, hi = nranges - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (a < ranges[2 * mid])
+            hi = mid - 1;
+        else if (a >= ranges[2 * mid + 1])
+            lo = mid + 1;
+        else
+            return a + 8 <= ranges[2 * mid + 1] ? mid : -1;
+    }
+    return -1;
+}
+
+struct patch {
+    uintptr_t base, size;
+    intptr_t delta;
+    uint64_t patched;
+};
+
+/* Words are read and written with memcpy (a slot in a packed struct may be unaligned), and
+ * without AddressSanitizer's checks: stacks and stale slots hold poisoned bytes that the
+ * program itself may never read, and reading them here is deliberate. */
+CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
+{
+    uintptr_t v;
+    memcpy(&v, w, sizeof v);
+    /* Not one past the end: malloc's own code, stopped in another thread, holds that address
+     * as the next chunk's header. */
+    if (v - p->base < p->size) {
+        v += (uintptr_t)p->delta;
+        memcpy(w, &v, sizeof v);
+        p->patched++;
+    }
+}
+
+CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
+{
+    struct escape_set *s = &a->escapes;
+    for (uint32_t i = 0; i < s->cap; i++) {
+        uintptr_t slot = s->slots[i];
+        if (slot && range_of(slot) >= 0)
+            patch_word(p, (uintptr_t *)slot);
+    }
+}
+
+/* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through
+ * them. The SSE registers are in the signal frame's legacy area; the rest of the AVX and
+ * AVX-512 registers in its XSAVE area, at the offsets CPUID gives for each component, when
+ * the frame says it holds them. Every 8-byte lane is treated as a possible pointer. */
+#if defined(__x86_64__)
+#define FPXS_MAGIC 0x46505853u      /* the kernel's mark of an extended signal frame */
+#define XSAVE_HEADER 512            /* xstate_bv: which components the area holds */
+static const unsigned vector_components[] = { 2, 6, 7 };  /* YMM_Hi128, ZMM_Hi256, Hi16_ZMM */
+
+CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
+{
+    char *fp = (char *)uc->uc_mcontext.fpregs;
+    if (!fp)
+        return;
+    for (int i = 0; i < 16; i++) {
+        uint32_t *x = uc->uc_mcontext.fpregs->_xmm[i].element;
+        patch_word(p, (uintptr_t *)x);
+        patch_word(p, (uintptr_t *)(x + 2));
+    }
+    uint32_t magic, extended_size;
+    memcpy(&magic, fp + 464, 4);            /* struct _fpx_sw_bytes in the legacy area */
+    memcpy(&extended_size, fp + 468, 4);
+    if (magic != FPXS_MAGIC)
+        return;
+    uint64_t present;
+    memcpy(&present, fp + XSAVE_HEADER, 8);
+    for (size_t c = 0; c < sizeof vector_components / sizeof vector_components[0]; c++) {
+        unsigned comp = vector_components[c], size, offset, ecx, edx;
+        if (!(present & (1ull << comp)) || !__get_cpuid_count(0xd, comp, &size, &offset,
+                                                               &ecx, &edx))
+            continue;
+        if (!size || offset + size > extended_size)
+            continue;
+        for (unsigned off = 0; off + 8 <= size; off += 8)
+            patch_word(p, (uintptr_t *)(fp + offset + off));
+    }
+}
+#endif
+
+/* Registers and stack of one stopped thread. The scan starts 128 bytes below its stack
+ * pointer (the x86-64 red zone, live data of a leaf function) and ends at the end of the
+ * mapping that holds the stack (thread stacks end with the thread's TLS block, which is
+ * scanned too: thread-local pointers). */
+CARAT_NO_ASAN static void patch_thread(struct patch *p, ucontext_t *uc)
+{
+#if defined(__x86_64__)
+    greg_t *g = uc->uc_mcontext.gregs;
+    static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
+                                REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
+                                REG_R13, REG_R14, REG_R15 };
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+        patch_word(p, (uintptr_t *)&g[regs[i]]);
+    patch_vectors(p, uc);
+    uintptr_t sp = (uintptr_t)g[REG_RSP] - 128;
+    int r = range_of(sp & ~(uintptr_t)7);
+    if (r < 0)
+        r = range_of((uintptr_t)g[REG_RSP] & ~(uintptr_t)7);
+    if (r < 0)
+        return;
+    uintptr_t from = sp < ranges[2 * r] ? ranges[2 * r] : sp & ~(uintptr_t)7;
+    /* Skip the signal frame itself (between the red zone and the ucontext it holds):
+     * its register copy is patched above; the rest is the kernel's. */
+    for (uintptr_t w = from; w + 8 <= ranges[2 * r + 1]; w += 8)
+        if (w < (uintptr_t)uc || w >= (uintptr_t)(uc + 1))
+            patch_word(p, (uintptr_t *)w);
+#else
+    (void)p;
+    (void)uc;
+#endif
+}
+
+/* Escapes still in the threads' logs (not yet in the table): a slot logged with a value
+ * inside the block is patched like a slot of its escape set. Their threads are stopped
+ * outside the runtime, so their logs are quiet. */
+CARAT_NO_ASAN static void patch_logged(struct patch *p)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        for (uint32_t i = 0; i < t->n; i++)
+            if (t->log[i].value - p->base < p->size && range_of(t->log[i].slot) >= 0)
+                patch_word(p, (uintptr_t *)t->log[i].slot);
+}
+
+/* After the copy, the logs speak of the new block: a logged slot inside the old block is at
+ * the same offset of the new one, and so is a logged value (its slot was patched, or will
+ * be written with the patched register). */
+static void rebase_logs(const struct patch *p)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        for (uint32_t i = 0; i < t->n; i++) {
+            if (t->log[i].slot - p->base < p->size)
+                t->log[i].slot += (uintptr_t)p->delta;
+            if (t->log[i].value - p->base < p->size)
+                t->log[i].value += (uintptr_t)p->delta;
+        }
+}
+
+/* Keep the escape map right after the copy: slots that were inside the old block are now
+ * at the same offset in the new one, and the new block's pointers are escapes of theirs. */
+static void rekey_inner_slots(struct alloc *a, struct patch *p)
+{
+    struct escape_set *s = &a->escapes;
+    uintptr_t moved[64];
+    int nmoved;
+    do {
+        nmoved = 0;
+        for (uint32_t i = 0; i < s->cap && nmoved < 64; i++)
+            if (s->slots[i] && s->slots[i] - p->base < p->size)
+                moved[nmoved++] = s->slots[i];
+        for (int i = 0; i < nmoved; i++) {
+            exo_carat_escape_set_remove(s, moved[i]);
+            exo_carat_escape_set_add(&exo_carat.table, s, moved[i] + (uintptr_t)p->delta);
+        }
+    } while (nmoved == 64);
+}
+
+int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
+{
+    struct exo_carat_move_cost c;
+    memset(&c, 0, sizeof c);
+    uintptr_t base, size, align;
+    pthread_mutex_lock(&exo_carat.lock);
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
+    bool heap = a && a->kind == EXO_CARAT_HEAP;
+    base = a ? a->base : 0;
+    size = a ? a->size : 0;
+    align = a ? a->align : 0;
+    if (!maps_buf) {
+        maps_buf = exo_carat_mem_alloc(MAPS_BUF);
+        ranges = exo_carat_mem_alloc(2 * MAX_RANGES * sizeof *ranges);
+    }
+    pthread_mutex_unlock(&exo_carat.lock);
+    if (!heap)
+        return exo_fail(EXO_ENOENT, "%#lx is in no tracked heap allocation",
+                        (unsigned long)addr);
+    if (!maps_buf || !ranges)
+        return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
+    void *dest = NULL;
+    if (posix_memalign(&dest, align, size))
+        dest = NULL;
+    if (!dest)
+        return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
+
+    uint64_t t0 = exo_os_now_ns();
+    struct carat_parked *parked;
+    int nparked;
+    int rc = exo_carat_world_stop(&parked, &nparked, 1000000000ull);
+    if (rc) {
+        free(dest);
+        return rc;
+    }
+    uint64_t t1 = exo_os_now_ns();
+    pthread_mutex_lock(&exo_carat.lock);
+    a = exo_carat_alloc_table_find(&exo_carat.table, base);
+    if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP) {
+        pthread_mutex_unlock(&exo_carat.lock);
+        exo_carat_world_resume();
+        free(dest);
+        return exo_fail(EXO_EAGAIN, "the allocation at %#lx changed while the world stopped",
+                        (unsigned long)base);
+    }
+    int nr = exo_os_writable_ranges(ranges, MAX_RANGES, maps_buf, MAPS_BUF);
+    if (nr < 0) {
+        pthread_mutex_unlock(&exo_carat.lock);
+        exo_carat_world_resume();
+        free(dest);
+        return exo_fail(-nr, "cannot read the process's mappings");
+    }
+    nranges = nr;
+    struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0 };
+    uint64_t t2 = exo_os_now_ns();
+    patch_escapes(&p, a);
+    patch_logged(&p);
+    uint64_t t3 = exo_os_now_ns();
+    for (int i = 0; i < nparked; i++)
+        if (parked[i].ucontext)
+            patch_thread(&p, parked[i].ucontext);
+    uint64_t t4 = exo_os_now_ns();
+    memcpy(dest, (void *)base, size);
+    exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
+    rekey_inner_slots(a, &p);
+    exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, size);
+    rebase_logs(&p);
+    exo_carat_flush_all();   /* the stopped threads' logs, now in the new coordinates */
+    uint64_t t5 = exo_os_now_ns();
+    pthread_mutex_unlock(&exo_carat.lock);
+    exo_carat_world_resume();
+    uint64_t t6 = exo_os_now_ns();
+    free((void *)base);
+
+    c.stop_ns = t1 - t0;
+    c.find_ns = t2 - t1;
+    c.patch_ns = t3 - t2;
+    c.register_ns = t4 - t3;
+    c.copy_ns = t5 - t4;
+    c.resume_ns = t6 - t5;
+    c.patched = p.patched;
+    c.threads = (uint64_t)nparked;
+    atomic_fetch_add(&exo_carat.count.moves, 1);
+    atomic_fetch_add(&exo_carat.count.move_ns, t6 - t0);
+    if (cost)
+        *cost = c;
+    if (new_base)
+        *new_base = dest;
+    return 0;
+}

@@ -1,0 +1,169 @@
+/* The runtime's mover thread. Every move runs on it, so the thread that asked for a move is
+ * stopped like the others and its own registers and stack are patched too; and it moves
+ * the worst-case allocation at a fixed rate when asked (the paper's Figure 9 experiment,
+ * EXOMEM_CARAT_MOVES=rate). Its own stack holds no pointer of the program. */
+#include "carat/carat_internal.h"
+#include "os/os.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    pthread_t thread;
+    bool running, stopping;
+    double rate;                  /* moves per second of the worst case, 0: none */
+    /* one request at a time */
+    bool pending, finished;
+    uintptr_t addr;
+    void *new_base;
+    struct exo_carat_move_cost cost;
+    int rc;
+    uint64_t serial;
+} mv = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+         .done = PTHREAD_COND_INITIALIZER };
+static pthread_mutex_t one_move = PTHREAD_MUTEX_INITIALIZER;
+
+static void deadline_after(struct timespec *ts, double seconds)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    uint64_t ns = (uint64_t)ts->tv_nsec + (uint64_t)(seconds * 1e9);
+    ts->tv_sec += (time_t)(ns / 1000000000u);
+    ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+static void move_worst(void)
+{
+    pthread_mutex_lock(&exo_carat.lock);
+    uintptr_t w = exo_carat_worst_heap();
+    pthread_mutex_unlock(&exo_carat.lock);
+    if (w)
+        exo_carat_move_now(w, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
+}
+
+static void *mover_main(void *arg)
+{
+    (void)arg;
+    sigset_t old;
+    exo_os_block_signals(&old);
+    pthread_mutex_lock(&mv.lock);
+    struct timespec next;
+    deadline_after(&next, mv.rate > 0 ? 1.0 / mv.rate : 3600);
+    while (!mv.stopping) {
+        if (mv.pending) {
+            mv.pending = false;
+            uintptr_t addr = mv.addr;
+            pthread_mutex_unlock(&mv.lock);
+            void *nb = NULL;
+            struct exo_carat_move_cost c;
+            int rc = exo_carat_move_now(addr, &nb, &c);
+            pthread_mutex_lock(&mv.lock);
+            mv.rc = rc;
+            mv.new_base = nb;
+            mv.cost = c;
+            mv.finished = true;
+            pthread_cond_broadcast(&mv.done);
+            continue;
+        }
+        int w = pthread_cond_timedwait(&mv.wake, &mv.lock, &next);
+        if (w == ETIMEDOUT && mv.rate > 0 && !mv.stopping) {
+            pthread_mutex_unlock(&mv.lock);
+            move_worst();
+            pthread_mutex_lock(&mv.lock);
+            deadline_after(&next, 1.0 / mv.rate);
+        } else if (w == ETIMEDOUT) {
+            deadline_after(&next, 3600);
+        }
+    }
+    pthread_mutex_unlock(&mv.lock);
+    return NULL;
+}
+
+/* Start the thread if it is not running (mv.lock held). */
+static int ensure_thread(void)
+{
+    if (mv.running)
+        return 0;
+    mv.stopping = false;
+    int err = pthread_create(&mv.thread, NULL, mover_main, NULL);
+    if (err)
+        return exo_fail(EXO_ENOMEM, "cannot start the CARAT mover thread");
+    mv.running = true;
+    return 0;
+}
+
+EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost)
+{
+    carat_ensure_init();
+    pthread_mutex_lock(&one_move);
+    pthread_mutex_lock(&mv.lock);
+    int rc = ensure_thread();
+    if (!rc) {
+        mv.addr = (uintptr_t)addr;
+        mv.pending = true;
+        mv.finished = false;
+        pthread_cond_signal(&mv.wake);
+        while (!mv.finished)
+            pthread_cond_wait(&mv.done, &mv.lock);   /* stopped and patched in here */
+        rc = mv.rc;
+        if (!rc && new_base)
+            *new_base = mv.new_base;
+        if (!rc && cost)
+            *cost = mv.cost;
+    }
+    pthread_mutex_unlock(&mv.lock);
+    pthread_mutex_unlock(&one_move);
+    if (rc)
+        errno = exomem_errno(-rc);
+    return rc;
+}
+
+EXO_API int exo_carat_mover_start(double rate)
+{
+    if (!(rate >= 1 && rate <= 1e6))
+        return exo_fail(EXO_EINVAL, "move rate %g is not in 1..1000000 a second", rate);
+    carat_ensure_init();
+    pthread_mutex_lock(&mv.lock);
+    int rc = 0;
+    if (mv.rate > 0) {
+        rc = exo_fail(EXO_EEXIST, "a mover already runs at %g moves a second", mv.rate);
+    } else {
+        mv.rate = rate;
+        rc = ensure_thread();
+        if (rc)
+            mv.rate = 0;
+        pthread_cond_signal(&mv.wake);
+    }
+    pthread_mutex_unlock(&mv.lock);
+    return rc;
+}
+
+EXO_API void exo_carat_mover_stop(void)
+{
+    pthread_mutex_lock(&mv.lock);
+    bool was = mv.running;
+    mv.stopping = true;
+    mv.rate = 0;
+    pthread_cond_signal(&mv.wake);
+    pthread_mutex_unlock(&mv.lock);
+    if (was)
+        pthread_join(mv.thread, NULL);
+    pthread_mutex_lock(&mv.lock);
+    mv.running = false;
+    mv.stopping = false;
+    pthread_mutex_unlock(&mv.lock);
+}
+
+int exo_carat_mover_autostart(void)
+{
+    double rate = exo_config()->carat_moves;
+    if (rate <= 0)
+        return 0;
+    int rc = exo_carat_mover_start(rate);
+    if (rc)
+        fprintf(stderr, "exomem carat: EXOMEM_CARAT_MOVES=%g: %s\n", rate, exomem_strerror(rc));
+    return rc;
+}

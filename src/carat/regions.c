@@ -1,0 +1,151 @@
+/* Protection regions and the guards' slow path. The set is an immutable sorted array
+ * published through one atomic pointer, so a guard reads a consistent set without a lock;
+ * a replaced set is kept (never freed) because a guard may still be reading it. With a
+ * single readable and writable region, inline guards compare against exo_carat_fast_lo/hi
+ * and never call in; otherwise every guard comes here and searches the array. */
+#include "carat/carat_internal.h"
+#include "carat/carat_mem.h"
+#include "os/os.h"
+#include "os/os_vm.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define USER_LO ((uintptr_t)4096)
+#define USER_HI ((uintptr_t)1 << 47)
+#define MAX_REGIONS 65536
+
+struct region_set {
+    size_t n;
+    struct exo_carat_region r[];
+};
+
+static struct {
+    size_t n;
+    struct exo_carat_region r[1];
+} default_storage = { 1, { { USER_LO, USER_HI - USER_LO,
+                             EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC } } };
+static _Atomic(struct region_set *) current;
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+
+EXO_API uintptr_t exo_carat_fast_lo = USER_LO, exo_carat_fast_hi = USER_HI;
+
+static struct region_set *regions_now(void)
+{
+    struct region_set *s = atomic_load_explicit(&current, memory_order_acquire);
+    return s ? s : (struct region_set *)&default_storage;
+}
+
+static int by_base(const void *a, const void *b)
+{
+    const struct exo_carat_region *x = a, *y = b;
+    return x->base < y->base ? -1 : x->base > y->base;
+}
+
+EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t n)
+{
+    if (n > MAX_REGIONS)
+        return exo_fail(EXO_EINVAL, "%zu regions: at most %d", n, MAX_REGIONS);
+    struct region_set *s = NULL;
+    if (n) {
+        pthread_mutex_lock(&exo_carat.lock);   /* carat_mem is the table's */
+        s = exo_carat_mem_alloc(sizeof *s + n * sizeof s->r[0]);
+        pthread_mutex_unlock(&exo_carat.lock);
+        if (!s)
+            return exo_fail(EXO_ENOMEM, "no memory for %zu regions", n);
+        s->n = n;
+        for (size_t i = 0; i < n; i++)
+            s->r[i] = regions[i];
+        qsort(s->r, n, sizeof s->r[0], by_base);
+        for (size_t i = 0; i < n; i++) {
+            const struct exo_carat_region *r = &s->r[i];
+            const char *bad = NULL;
+            if (!r->len || r->base + r->len < r->base)
+                bad = "empty or wraps around";
+            else if (r->rights & ~(EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC))
+                bad = "unknown rights";
+            else if (i + 1 < n && r->base + r->len > s->r[i + 1].base)
+                bad = "overlaps the next region";
+            if (bad) {
+                int rc = exo_fail(EXO_EINVAL, "region %#" PRIxPTR "+%#" PRIxPTR ": %s",
+                                  r->base, r->len, bad);
+                pthread_mutex_lock(&exo_carat.lock);
+                exo_carat_mem_free(s, sizeof *s + n * sizeof s->r[0]);
+                pthread_mutex_unlock(&exo_carat.lock);
+                return rc;
+            }
+        }
+    }
+    pthread_mutex_lock(&set_lock);
+    /* Close the fast path first, so no guard passes on the old range under the new set. */
+    exo_carat_fast_hi = 0;
+    exo_carat_fast_lo = 1;
+    atomic_store_explicit(&current, s, memory_order_release);
+    const struct region_set *now = regions_now();
+    const int rw = EXO_CARAT_READ | EXO_CARAT_WRITE;
+    if (now->n == 1 && (now->r[0].rights & rw) == rw) {
+        exo_carat_fast_lo = now->r[0].base;
+        exo_carat_fast_hi = now->r[0].base + now->r[0].len;
+    }
+    pthread_mutex_unlock(&set_lock);
+    return 0;
+}
+
+EXO_API int exo_carat_region_lookup(uintptr_t addr, uintptr_t len)
+{
+    const struct region_set *s = regions_now();
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {                /* the last region starting at or below addr */
+        size_t mid = (lo + hi) / 2;
+        if (s->r[mid].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return 0;
+    const struct exo_carat_region *r = &s->r[lo - 1];
+    uintptr_t end = addr + (len ? len : 1);
+    return end > addr && end <= r->base + r->len ? r->rights : 0;
+}
+
+static const char *access_name(int access)
+{
+    return access & EXO_CARAT_WRITE ? "write" : access & EXO_CARAT_EXEC ? "call" : "read";
+}
+
+/* Say what was refused, as precisely as the runtime knows it. */
+static void report(uintptr_t addr, uintptr_t len, int access, const char *site, int have)
+{
+    char alloc[200] = "in no tracked allocation";
+    pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_flush_own();
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
+    if (a)
+        snprintf(alloc, sizeof alloc, "at offset %" PRIuPTR " of the %" PRIuPTR
+                 "-byte %s allocation from %s", addr - a->base, a->size,
+                 a->kind == EXO_CARAT_HEAP ? "heap" : a->kind == EXO_CARAT_GLOBAL ? "global"
+                 : "stack", a->site ? a->site : "?");
+    pthread_mutex_unlock(&exo_carat.lock);
+    fprintf(stderr, "exomem carat: guard violation: %s of %" PRIuPTR " bytes at %#" PRIxPTR
+            " (%s) at %s: %s\n", access_name(access), len, addr, alloc, site ? site : "?",
+            have ? "the region does not allow it" : "no protection region holds it");
+}
+
+EXO_API void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char *site)
+{
+    atomic_fetch_add_explicit(&exo_carat.count.guard_slow, 1, memory_order_relaxed);
+    for (;;) {
+        int have = exo_carat_region_lookup(addr, len);
+        if ((have & access) == access)
+            return;
+        /* As a page fault would: a handler may change the regions and return, and the
+         * access is checked again; without one the process dies of SIGSEGV. */
+        carat_enter();
+        report(addr, len, access, site, have);
+        carat_leave();
+        exo_os_signal_thread(exo_os_gettid(), SIGSEGV);
+    }
+}
