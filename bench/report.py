@@ -48,6 +48,12 @@ def distinct_param(entries, key):
     return seen
 
 
+def test_entry(name, median, params, unit, program, section):
+    """An aggregated entry as run.py makes them, for the sections' selftests."""
+    return {"name": name, "unit": unit, "median": median, "min": median, "max": median,
+            "repeats": 1, "params": params, "program": program, "section": section}
+
+
 def fmt_num(v):
     if v is None:
         return "-"

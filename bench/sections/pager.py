@@ -238,8 +238,7 @@ def render(entries, papers, out, plots):
 
 
 def _e(name, median, params, unit="kops/s"):
-    return {"name": name, "unit": unit, "median": median, "min": median, "max": median,
-            "repeats": 1, "params": params, "program": "bench_pager", "section": KEY}
+    return report.test_entry(name, median, params, unit, "bench_pager", KEY)
 
 
 def selftest(check):

@@ -210,8 +210,7 @@ def render(entries, papers, out, plots):
 
 
 def _e(name, median, params, unit="us"):
-    return {"name": name, "unit": unit, "median": median, "min": median, "max": median,
-            "repeats": 1, "params": params, "program": "bench_switch_load", "section": KEY}
+    return report.test_entry(name, median, params, unit, "bench_switch_load", KEY)
 
 
 def selftest(check):
