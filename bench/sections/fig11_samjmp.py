@@ -214,10 +214,8 @@ def render(entries, papers, out, plots):
 
 def selftest(check):
     def fe(tool, op, v, reads=1000):
-        return {"program": "bench_samjmp", "name": "samjmp_op", "unit": "s",
-                "params": {"reads": reads, "tool": tool, "op": op}, "median": v, "min": v * 0.9,
-                "max": v * 1.1, "repeats": 3, "baseline": None, "baseline_params": None,
-                "ratio": None, "cheaper": None, "note": None, "section": KEY}
+        return report.test_entry("samjmp_op", v, {"reads": reads, "tool": tool, "op": op}, "s",
+                                 "bench_samjmp", KEY)
     es = []
     for op, sam, bam, vas, mm in (("flagstat", 2.0, 1.0, 0.1, 0.1), ("sort", 8.0, 10.0, 1.0, 0.95),
                                   ("pileup", 4.0, 3.0, 2.0, 1.9), ("load", None, None, 3.0, 2.9),
