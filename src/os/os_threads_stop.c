@@ -21,6 +21,13 @@ struct linux_dirent64 {
     char d_name[];
 };
 
+/* Close fd and return rc: the one way out of a failed read below (errno saved first). */
+static int close_with(int fd, int rc)
+{
+    close(fd);
+    return rc;
+}
+
 int exo_os_list_threads(pid_t *tids, int max)
 {
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -30,11 +37,8 @@ int exo_os_list_threads(pid_t *tids, int max)
     int n = 0;
     for (;;) {
         long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        if (got < 0) {
-            int e = errno;
-            close(fd);
-            return -exo_os_code(e);
-        }
+        if (got < 0)
+            return close_with(fd, -exo_os_code(errno));
         if (got == 0)
             break;
         for (long off = 0; off < got;) {
@@ -42,10 +46,8 @@ int exo_os_list_threads(pid_t *tids, int max)
             off += d->d_reclen;
             if (d->d_name[0] < '0' || d->d_name[0] > '9')
                 continue;
-            if (n == max) {
-                close(fd);
-                return -EXO_ENOSPC;
-            }
+            if (n == max)
+                return close_with(fd, -EXO_ENOSPC);
             tids[n++] = (pid_t)strtol(d->d_name, NULL, 10);
         }
     }
@@ -85,18 +87,13 @@ int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len
         return -exo_os_code(errno);
     size_t len = 0;
     for (;;) {
-        if (len == buf_len - 1) {
-            close(fd);
-            return -EXO_ENOSPC;
-        }
+        if (len == buf_len - 1)
+            return close_with(fd, -EXO_ENOSPC);
         ssize_t got = read(fd, buf + len, buf_len - 1 - len);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got < 0) {
-            int e = errno;
-            close(fd);
-            return -exo_os_code(e);
-        }
+        if (got < 0)
+            return close_with(fd, -exo_os_code(errno));
         if (got == 0)
             break;
         len += (size_t)got;
