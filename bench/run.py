@@ -58,12 +58,16 @@ SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", 
 SECTION_BY_PAPER_PLACE = [("spacejmp", "Figure 1", "fig1"), ("spacejmp", "Table 2", "table2")]
 # Seconds a program may run in a full (not --quick) run, where the default is not enough.
 TIMEOUT_BY_PROGRAM = {}
+# Arguments a program gets in a full run unless --program-args names it (sections' FULL_ARGS):
+# what keeps the whole report within its two hours.
+FULL_ARGS_BY_PROGRAM = {}
 
 
 def load_section_modules():
     """Import bench/sections/*.py in ORDER, and register their sections, programs, name
     prefixes, paper places and timeouts. A section module defines KEY, TITLE, INTRO, ORDER and
-    PROGRAMS, and optionally NAME_PREFIXES, PAPER_PLACES ((paper file name, place prefix)
+    PROGRAMS, and optionally FULL_ARGS ({program: [args]} for full runs), NAME_PREFIXES,
+    PAPER_PLACES ((paper file name, place prefix)
     pairs, e.g. ("hybrid-segmentation", "Figure 5")), PAPERS (file names in bench/paper whose
     numbers all belong to it), TIMEOUT (seconds, full runs), targets(entries) -> [target]
     and render(entries, papers, out, plots) -> html (else the generic table and bar plot)."""
@@ -85,6 +89,7 @@ def load_section_modules():
                 KNOWN_PROGRAMS.append(prog)
             if getattr(m, "TIMEOUT", None):
                 TIMEOUT_BY_PROGRAM[prog] = m.TIMEOUT
+        FULL_ARGS_BY_PROGRAM.update(getattr(m, "FULL_ARGS", {}))
         SECTION_BY_NAME_PREFIX.extend((pre, m.KEY) for pre in getattr(m, "NAME_PREFIXES", []))
         SECTION_BY_PAPER_PLACE.extend((paper, place, m.KEY)
                                       for paper, place in getattr(m, "PAPER_PLACES", []))
@@ -543,7 +548,8 @@ def run_all(args):
         timeout = args.timeout
         if not args.quick and not args.timeout_given:
             timeout = max(timeout, TIMEOUT_BY_PROGRAM.get(name, 0))
-        extra = args.program_args.get(name, [])
+        extra = args.program_args.get(name, [] if args.quick else
+                                      FULL_ARGS_BY_PROGRAM.get(name, []))
         if extra:
             print("run.py:   with %s" % " ".join(extra), flush=True)
         recs, info = run_program(path, args.quick, timeout, extra)
