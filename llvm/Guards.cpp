@@ -10,7 +10,9 @@
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
 
 using namespace llvm;
 using namespace exomem_carat;
@@ -97,6 +99,9 @@ struct Emitter {
   GlobalVariable *FastLo, *FastHi;
   Function *ReadReg;
   MDNode *Unlikely;
+  // The fast-path bounds of the function being guarded, kept in two stack slots that are
+  // promoted to registers once every guard is in (null: read the globals at each guard).
+  AllocaInst *LoSlot = nullptr, *HiSlot = nullptr;
 
   explicit Emitter(Module &Mod) : M(Mod) {
     LLVMContext &C = M.getContext();
@@ -122,8 +127,8 @@ struct Emitter {
              bool MaybeZero) {
     IRBuilder<> B(Before);
     Type *I64 = B.getInt64Ty();
-    Value *Lo = B.CreateLoad(I64, FastLo, "carat.lo");
-    Value *Hi = B.CreateLoad(I64, FastHi, "carat.hi");
+    Value *Lo = B.CreateLoad(I64, LoSlot ? (Value *)LoSlot : FastLo, "carat.lo");
+    Value *Hi = B.CreateLoad(I64, HiSlot ? (Value *)HiSlot : FastHi, "carat.hi");
     Value *End = B.CreateAdd(A, Len);
     Value *Ok = B.CreateAnd(B.CreateICmpUGE(A, Lo), B.CreateICmpULE(End, Hi));
     if (MaybeZero)
@@ -132,6 +137,50 @@ struct Emitter {
         SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
     IRBuilder<> T(Then);
     T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)});
+  }
+
+  // The bounds change only when the program calls into the runtime (exo_carat_set_regions,
+  // or a SIGSEGV handler after a violation): read them at entry and after every call, not at
+  // every guard, so that the backend keeps them in registers through loops. Not in functions
+  // with invoke (exception edges) or setjmp (registers are not restored by longjmp).
+  void beginFunction(Function &F) {
+    LoSlot = HiSlot = nullptr;
+    if (F.callsFunctionThatReturnsTwice())
+      return;
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB)
+        if (isa<InvokeInst>(I) || isa<CallBrInst>(I))
+          return;
+    BasicBlock &Entry = F.getEntryBlock();
+    IRBuilder<> B(&Entry, Entry.getFirstInsertionPt());
+    Type *I64 = B.getInt64Ty();
+    LoSlot = B.CreateAlloca(I64, nullptr, "carat.lo.slot");
+    HiSlot = B.CreateAlloca(I64, nullptr, "carat.hi.slot");
+    reload(B);
+  }
+
+  void reload(IRBuilder<> &B) {
+    Type *I64 = B.getInt64Ty();
+    B.CreateStore(B.CreateLoad(I64, FastLo), LoSlot);
+    B.CreateStore(B.CreateLoad(I64, FastHi), HiSlot);
+  }
+
+  void endFunction(Function &F) {
+    if (!LoSlot)
+      return;
+    SmallVector<CallBase *, 32> Calls;
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB)
+        if (auto *CB = dyn_cast<CallBase>(&I); CB && !isa<IntrinsicInst>(CB))
+          Calls.push_back(CB);
+    for (CallBase *CB : Calls)
+      if (Instruction *Next = CB->getNextNode()) {
+        IRBuilder<> B(Next);
+        reload(B);
+      }
+    DominatorTree DT(F);
+    PromoteMemToReg({LoSlot, HiSlot}, DT);
+    LoSlot = HiSlot = nullptr;
   }
 
   void emit(Guard &G) {
@@ -176,11 +225,13 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
     if (Gs.empty())
       continue;
     optimizeGuards(F, FAM, O, Gs, C);
+    E.beginFunction(F);
     for (Guard &G : Gs)
       if (!G.Removed) {
         E.emit(G);
         C.Final++;
       }
+    E.endFunction(F);
     FAM.invalidate(F, PreservedAnalyses::none());
     Changed = true;
   }
