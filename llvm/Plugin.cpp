@@ -27,6 +27,8 @@ static cl::opt<std::string>
     OptGuardOpt("carat-guard-opt", cl::init("all"),
                 cl::desc("exomem CARAT: guard optimisations: all, none, or a comma list of "
                          "value-range,redundant,hoist,merge"));
+static cl::opt<bool> OptVas("carat-vas", cl::init(false),
+                            cl::desc("exomem CARAT: SpaceJMP VAS-safety checks"));
 static cl::opt<std::string>
     OptStats("carat-stats", cl::init(""),
              cl::desc("exomem CARAT: append per-module counts as JSON lines to this file "
@@ -119,6 +121,9 @@ struct CaratPass : PassInfoMixin<CaratPass> {
     GuardCounts G;
     VasCounts V;
     bool Changed = false;
+    // VAS safety first: it reasons about the program's own pointers, before our calls.
+    if (OptVas)
+      Changed |= vasSafetyModule(M, MAM, V);
     // Guards before tracking, so the runtime calls tracking adds are not guarded.
     if (OptGuards)
       Changed |= guardModule(M, MAM, parseGuardOpt(OptGuardOpt), G);

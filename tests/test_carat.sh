@@ -68,6 +68,27 @@ grep -q "guard violation: write of 4 bytes at .* of the 4096-byte heap allocatio
     bad "violation report: $(cat "$dir/v.err")"
 "$dir/violation" recover || bad "a SIGSEGV handler could not recover from a violation"
 
+# SpaceJMP VAS safety: the dereference after switching away is warned about at its line and
+# checked at run time; the ones in the pointer's own VAS, and through vcast, are not.
+export EXOMEM_ROOT=$dir/registry
+EXOMEM_CARAT_PARTS=vas EXOMEM_CARAT_STATS=$dir/v.json "$cc" "${flags[@]}" \
+    "$src/tests/carat/vas_safety.c" -o "$dir/vas_safety" 2>"$dir/vas.err" ||
+    bad "vas_safety.c did not build: $(cat "$dir/vas.err")"
+line=$(grep -n "the unsafe dereference" "$src/tests/carat/vas_safety.c" | cut -d: -f1)
+grep -q "vas_safety.c:$line: warning: exomem VAS safety" "$dir/vas.err" ||
+    bad "no compile-time report of the unsafe dereference: $(cat "$dir/vas.err")"
+[ "$(grep -c 'warning: exomem VAS safety' "$dir/vas.err")" = 1 ] ||
+    bad "the safe dereferences were reported too: $(cat "$dir/vas.err")"
+[ "$(stat "$dir/v.json" vas_safe)" -ge 1 ] || bad "no dereference proven safe"
+"$dir/vas_safety" || bad "vas_safety failed without the bad dereference"
+ASAN_OPTIONS=handle_segv=0 "$dir/vas_safety" bad 2>"$dir/vas_run.err"
+rc=$?
+[ $rc = 139 ] || bad "vas_safety bad: exit $rc, want 139 (SIGSEGV)"
+grep -q "VAS safety: .*vas_safety.c:$line: a pointer into address space" "$dir/vas_run.err" ||
+    bad "run-time VAS report: $(cat "$dir/vas_run.err")"
+# The crashed run left its segment and VAS in the test's registry: that is what the kill
+# leaves; the registry goes with $dir.
+
 # Moves: every kind of pointer patched; moves while four threads run.
 for t in move_basic move_threads; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"

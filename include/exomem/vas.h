@@ -129,6 +129,19 @@ int vas_switch(vhandle_t vh);
  * mappings), instead of waiting for a lock. Never blocks. */
 int vas_try_switch(vhandle_t vh);
 
+/* SpaceJMP's vcast: tell the CARAT plugin's VAS-safety analysis (exomem-cc with
+ * EXOMEM_CARAT_PARTS containing vas, docs/carat.md) that p may be used whatever address
+ * space is current (the program knows it points to memory visible everywhere). Returns p.
+ * Never fails; does not block; thread-safe. */
+void *vas_cast(void *p);
+#define vcast(p) vas_cast(p)
+
+/* The check the VAS-safety analysis puts before a dereference it could not prove safe: if
+ * the current attachment is not `expected` (the one the pointer came from), print where
+ * (site) and raise SIGSEGV in the calling thread, as touching a switched-out segment
+ * would. Never fails otherwise; does not block; thread-safe. */
+void exo_vas_deref_check(vhandle_t expected, const char *site);
+
 /* The current attachment (VAS_HOME when none). Never fails; never waits for another
  * process (it takes the process's mutex briefly). */
 vhandle_t vas_current(void);
