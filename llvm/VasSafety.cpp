@@ -63,8 +63,10 @@ Value *vasIdentity(Value *H) {
   return H;
 }
 
-// How a call changes the current VAS.
-Value *afterCall(const CallBase &CB, Value *Cur, const Module &M) {
+// How a call changes the current VAS. Switching: the functions of the module that may
+// switch (found once per module).
+Value *afterCall(const CallBase &CB, Value *Cur,
+                 const SmallPtrSetImpl<const Function *> &Switching) {
   StringRef N = calleeName(CB);
   if (N == "vas_switch")
     return vasIdentity(CB.getArgOperand(0));
@@ -73,10 +75,7 @@ Value *afterCall(const CallBase &CB, Value *Cur, const Module &M) {
   const Function *F = CB.getCalledFunction();
   if (!F)
     return CB.isInlineAsm() ? Cur : nullptr;
-  if (F->isIntrinsic() || F->isDeclaration())
-    return Cur;       // a library function: assumed not to switch
-  return mayCallSwitch(*F) ? nullptr : Cur;
-  (void)M;
+  return Switching.count(F) ? nullptr : Cur;   // library functions are assumed not to switch
 }
 
 std::string where(const Instruction &I) {
@@ -89,18 +88,25 @@ struct FunctionSafety {
   Function &F;
   Module &M;
   VasCounts &C;
+  const SmallPtrSetImpl<const Function *> &Switching;
   std::map<BasicBlock *, State> In;
-  std::map<Value *, Value *> Home;   // pointer -> the VAS handle it belongs to
-  std::map<Value *, Instruction *> BornAt;
+  // A pointer's VAS (null: vouched for by vcast) and where it was made, for the report.
+  struct Binding {
+    Value *Vas;
+    Instruction *Born;
+  };
+  std::map<Value *, Binding> Bound;
 
-  FunctionSafety(Function &Fn, VasCounts &Counts) : F(Fn), M(*Fn.getParent()), C(Counts) {}
+  FunctionSafety(Function &Fn, VasCounts &Counts,
+                 const SmallPtrSetImpl<const Function *> &Sw)
+      : F(Fn), M(*Fn.getParent()), C(Counts), Switching(Sw) {}
 
-  // The VAS handle p belongs to, or nullptr (not a segment pointer we know of).
-  Value *vasOf(Value *P) {
+  // The binding of p, or of the pointer it was derived from (GEPs and casts), or null.
+  const Binding *origin(Value *P) {
     for (int Depth = 0; Depth < 16 && P; Depth++) {
-      auto It = Home.find(P);
-      if (It != Home.end())
-        return It->second;
+      auto It = Bound.find(P);
+      if (It != Bound.end())
+        return &It->second;
       if (auto *GEP = dyn_cast<GetElementPtrInst>(P))
         P = GEP->getPointerOperand();
       else if (auto *Cast = dyn_cast<CastInst>(P))
@@ -120,7 +126,7 @@ struct FunctionSafety {
       State S = In[BB];
       for (Instruction &I : *BB)
         if (auto *CB = dyn_cast<CallBase>(&I))
-          S.Current = afterCall(*CB, S.Current, M);
+          S.Current = afterCall(*CB, S.Current, Switching);
       for (BasicBlock *Succ : successors(BB)) {
         State &T = In[Succ];
         State Merged = T.Reached ? State{true, T.Current == S.Current ? S.Current : nullptr}
@@ -143,18 +149,16 @@ struct FunctionSafety {
           StringRef N = calleeName(*CB);
           if ((N == "seg_malloc" || N == "vas_malloc" || N == "seg_calloc" ||
                N == "seg_realloc") && S.Current) {
-            Home[CB] = S.Current;
-            BornAt[CB] = CB;
+            Bound[CB] = {S.Current, CB};
           } else if (N == "vas_cast") {
-            Home[CB] = nullptr;
+            Bound[CB] = {nullptr, CB};
           }
-          S.Current = afterCall(*CB, S.Current, M);
+          S.Current = afterCall(*CB, S.Current, Switching);
         } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
           auto *K = dyn_cast_or_null<ConstantInt>(S.Current);   // VAS_HOME is 0
           bool AtHome = K && K->isZero();
           if (LI->getType()->isPointerTy() && S.Current && !AtHome) {
-            Home[LI] = S.Current;
-            BornAt[LI] = LI;
+            Bound[LI] = {S.Current, LI};
           }
         }
       }
@@ -175,7 +179,8 @@ struct FunctionSafety {
         else if (auto *SI = dyn_cast<StoreInst>(&I))
           Ptr = SI->getPointerOperand();
         if (Ptr) {
-          if (Value *V = vasOf(Ptr)) {
+          const Binding *B = origin(Ptr);
+          if (Value *V = B ? B->Vas : nullptr) {
             C.Derefs++;
             if (S.Current == V) {
               C.ProvenSafe++;
@@ -184,14 +189,14 @@ struct FunctionSafety {
               if (S.Current) {   // another VAS is current here: certainly wrong
                 C.Unsafe++;
                 errs() << where(I) << ": warning: exomem VAS safety: dereference of a "
-                       << "pointer into the VAS switched in before " << where(*bornAt(Ptr))
+                       << "pointer into the VAS switched in before " << where(*B->Born)
                        << ", while another VAS is current (checked at run time)\n";
               }
             }
           }
         }
         if (auto *CB = dyn_cast<CallBase>(&I))
-          S.Current = afterCall(*CB, S.Current, M);
+          S.Current = afterCall(*CB, S.Current, Switching);
       }
       for (auto &[I, V] : Todo) {
         IRBuilder<> B(I);
@@ -201,31 +206,20 @@ struct FunctionSafety {
       }
     }
   }
-
-  Instruction *bornAt(Value *P) {
-    for (int Depth = 0; Depth < 16 && P; Depth++) {
-      auto It = BornAt.find(P);
-      if (It != BornAt.end())
-        return It->second;
-      if (auto *GEP = dyn_cast<GetElementPtrInst>(P))
-        P = GEP->getPointerOperand();
-      else if (auto *Cast = dyn_cast<CastInst>(P))
-        P = Cast->getOperand(0);
-      else
-        break;
-    }
-    return &*F.getEntryBlock().getFirstInsertionPt();
-  }
 };
 
 } // namespace
 
 bool exomem_carat::vasSafetyModule(Module &M, ModuleAnalysisManager &, VasCounts &Counts) {
+  SmallPtrSet<const Function *, 16> Switching;
+  for (const Function &F : M)
+    if (!F.isDeclaration() && mayCallSwitch(F))
+      Switching.insert(&F);
   bool Changed = false;
   for (Function &F : M) {
     if (F.isDeclaration() || isRuntimeFunction(F))
       continue;
-    FunctionSafety S(F, Counts);
+    FunctionSafety S(F, Counts, Switching);
     S.solve();
     S.bind();
     unsigned Before = Counts.Checked;

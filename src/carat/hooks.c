@@ -217,11 +217,6 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
 
 /* ---- queries ---- */
 
-static uint64_t live_escapes(const struct alloc *a)
-{
-    return a->escapes.count;
-}
-
 EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
 {
     carat_ensure_init();
@@ -233,7 +228,7 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
         info->base = a->base;
         info->size = a->size;
         info->kind = a->kind;
-        info->escapes = live_escapes(a);
+        info->escapes = a->escapes.count;
         info->site = a->site;
     }
     pthread_mutex_unlock(&exo_carat.lock);
@@ -268,24 +263,20 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
 }
 
-struct worst {
-    struct alloc *best;
-};
-
 static bool pick_worst(struct alloc *a, void *arg)
 {
-    struct worst *w = arg;
-    if (a->kind == EXO_CARAT_HEAP && (!w->best || a->escapes.count > w->best->escapes.count))
-        w->best = a;
+    struct alloc **best = arg;
+    if (a->kind == EXO_CARAT_HEAP && (!*best || a->escapes.count > (*best)->escapes.count))
+        *best = a;
     return false;
 }
 
 uintptr_t exo_carat_worst_heap(void)
 {
     exo_carat_flush_own();
-    struct worst w = { NULL };
-    exo_carat_alloc_table_each(&exo_carat.table, pick_worst, &w);
-    return w.best ? w.best->base : 0;
+    struct alloc *best = NULL;
+    exo_carat_alloc_table_each(&exo_carat.table, pick_worst, &best);
+    return best ? best->base : 0;
 }
 
 EXO_API void *exo_carat_worst_allocation(void)
