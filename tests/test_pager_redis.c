@@ -345,22 +345,49 @@ static void measure(exo_pager_store *s, const char *name, exo_pager_delivery d)
 /* Killed with acknowledged data in it: the next fill gives SIGBUS within seconds with the
  * reason; then, with dirty units filling the budget, a fault needing a frame gets SIGBUS,
  * the dirty data stays, and a restarted (empty) server takes it. */
+/* A region of 16 units with a budget of 4 over a redis-server of its own (prefix name),
+ * units 0-7 written and the alarm set: what the failing-server cases start from. */
+struct failing {
+    struct redis_server srv;
+    exo_pager_store *s;
+    exo_pager_options o;
+    exo_pager *p;
+    char *base;
+};
+
+static void failing_start(struct failing *f, const char *name, exo_pager_delivery d)
+{
+    memset(f, 0, sizeof *f);
+    redis_start_unix(&f->srv, dir, name);
+    CHECK_OK(exo_pager_store_redis(f->srv.addr, name, &f->s));
+    f->o = (exo_pager_options){.size = 16 * UNIT, .budget = 4 * UNIT, .delivery = d,
+                               .store = f->s};
+    CHECK_OK(exo_pager_create(&f->o, &f->p));
+    f->base = exo_pager_base(f->p);
+    alarm(60);
+    fill_units(f->base, 0, 8);
+}
+
+static void failing_end(struct failing *f)
+{
+    alarm(0);
+    CHECK_OK(exo_pager_destroy(f->p));
+    CHECK_OK(exo_pager_store_close(f->s));
+    redis_stop(&f->srv);
+}
+
 static void killed_server(exo_pager_delivery d)
 {
-    struct redis_server srv = {0};
-    redis_start_unix(&srv, dir, "dying");
-    exo_pager_store *s;
-    CHECK_OK(exo_pager_store_redis(srv.addr, "dying", &s));
-    exo_pager_options o = {.size = 16 * UNIT, .budget = 4 * UNIT, .delivery = d, .store = s};
-    exo_pager *p;
-    CHECK_OK(exo_pager_create(&o, &p));
-    char *base = exo_pager_base(p), c;
-    alarm(60);
-    fill_units(base, 0, 8);
+    struct failing f;
+    failing_start(&f, "dying", d);
+    struct redis_server *srv = &f.srv;
+    exo_pager_options o = f.o;
+    exo_pager *p = f.p;
+    char *base = f.base, c;
     CHECK_OK(exo_pager_flush(p));
     CHECK_OK(exo_pager_advise(p, base, o.size, EXO_PAGER_DONTNEED, 0));
     check_units(base, 0, 8, 0); /* all acknowledged data back from the server */
-    redis_stop(&srv);
+    redis_stop(srv);
     double t0 = now_s();
     int before = bus_errors;
     CHECK(read_faults(base, &c));
@@ -375,9 +402,9 @@ static void killed_server(exo_pager_delivery d)
 
     /* Dirty units fill the budget: no frame can be had. */
     CHECK_OK(exo_pager_advise(p, base, o.size, EXO_PAGER_DONTNEED, 0)); /* clean: no I/O */
-    redis_start_unix(&srv, dir, "dying");
+    redis_start_unix(srv, dir, "dying");
     fill_units(base, 8, 4); /* the fills need the server */
-    redis_stop(&srv);
+    redis_stop(srv);
     CHECK(read_faults(base + 13 * UNIT, &c));
     CHECK(strstr(exo_pager_last_failure(p), "store") != NULL);
     exo_pager_stats st;
@@ -385,48 +412,36 @@ static void killed_server(exo_pager_delivery d)
     CHECK_EQ(st.dirty_bytes, 4 * UNIT);
     check_units(base, 8, 4, 0); /* resident, unchanged */
     CHECK_ERR(exo_pager_flush(p), EXO_EIO);
-    redis_start_unix(&srv, dir, "dying"); /* empty: no persistence */
+    redis_start_unix(srv, dir, "dying"); /* empty: no persistence */
     CHECK_OK(exo_pager_flush(p));         /* the store connects again */
     CHECK_OK(exo_pager_advise(p, base, o.size, EXO_PAGER_DONTNEED, 0));
     check_units(base, 8, 4, 0);           /* from the new server */
     CHECK_OK(exo_pager_advise(p, base, 8 * UNIT, EXO_PAGER_WILLNEED, 0)); /* unpoison */
     check_units(base, 0, 8, 1); /* what only the killed server held is gone: zeros */
-    alarm(0);
-    CHECK_OK(exo_pager_destroy(p));
-    CHECK_OK(exo_pager_store_close(s));
-    redis_stop(&srv);
+    failing_end(&f);
 }
 
 /* Stopped (SIGSTOP): each store call waits for its timeout, so the fault gets SIGBUS after
  * about three of them, never hangs; once the server runs again nothing is lost. */
 static void hung_server(exo_pager_delivery d)
 {
-    struct redis_server srv = {0};
-    redis_start_unix(&srv, dir, "hung");
-    exo_pager_store *s;
-    CHECK_OK(exo_pager_store_redis(srv.addr, "hung", &s));
-    exo_pager_options o = {.size = 16 * UNIT, .budget = 4 * UNIT, .delivery = d, .store = s};
-    exo_pager *p;
-    CHECK_OK(exo_pager_create(&o, &p));
-    char *base = exo_pager_base(p), c;
-    alarm(60);
-    fill_units(base, 0, 8);
-    CHECK_OK(exo_pager_advise(p, base, o.size, EXO_PAGER_DONTNEED, 0));
-    kill(srv.pid, SIGSTOP);
+    struct failing f;
+    failing_start(&f, "hung", d);
+    exo_pager *p = f.p;
+    char *base = f.base, c;
+    CHECK_OK(exo_pager_advise(p, base, f.o.size, EXO_PAGER_DONTNEED, 0));
+    kill(f.srv.pid, SIGSTOP);
     double t0 = now_s();
     CHECK(read_faults(base, &c));
     double took = now_s() - t0;
-    kill(srv.pid, SIGCONT);
+    kill(f.srv.pid, SIGCONT);
     fprintf(stderr, "hung server, %s delivery: SIGBUS after %.1f s: %s\n",
             d == EXO_PAGER_SIGBUS ? "sigbus" : "threads", took, exo_pager_last_failure(p));
     CHECK(took >= EXO_REDIS_TIMEOUT_MS / 1000.0 && took < 15);
     CHECK(strstr(exo_pager_last_failure(p), "store read of unit 0") != NULL);
     CHECK_OK(exo_pager_advise(p, base, UNIT, EXO_PAGER_WILLNEED, 0));
     check_units(base, 0, 8, 0);
-    alarm(0);
-    CHECK_OK(exo_pager_destroy(p));
-    CHECK_OK(exo_pager_store_close(s));
-    redis_stop(&srv);
+    failing_end(&f);
 }
 
 /* ---- one server ---- */
