@@ -1,0 +1,24 @@
+# bzip2 1.0.8: the Makefile's own test (three sample files compressed and decompressed at
+# block sizes 1 and 3, compared with the shipped results).
+DEB_SOURCE=bzip2
+QUICK=yes
+
+build_program() {
+  make -j"$JOBS" CC="$CC" CFLAGS="$CFLAGS -D_FILE_OFFSET_BITS=64" LDFLAGS="$LDFLAGS" \
+    bzip2 bzip2recover
+}
+
+run_suite() {
+  make CC="$CC" CFLAGS="$CFLAGS -D_FILE_OFFSET_BITS=64" LDFLAGS="$LDFLAGS" test
+}
+
+# 24 MiB of the package's own sources, compressed at -9 and back, checked.
+run_workload() {
+  if [ ! -f workload.in ]; then
+    : >workload.in
+    while [ "$(stat -c %s workload.in)" -lt 25165824 ]; do cat ./*.c ./*.h >>workload.in; done
+    truncate -s 25165824 workload.in
+  fi
+  ./bzip2 -9 -c workload.in >workload.bz2
+  ./bzip2 -d -c workload.bz2 | cmp - workload.in
+}
