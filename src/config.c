@@ -130,6 +130,9 @@ static void config_load(void)
     if (!moves || end == moves || *end)
         config.carat_moves = 0;
 
+    /* CARAT: append each process's counters to this file at exit (docs/carat.md). */
+    config.carat_report = getenv("EXOMEM_CARAT_REPORT");
+
     arm_fault(getenv("EXOMEM_FAULT"));
 }
 

@@ -28,6 +28,7 @@ struct exo_config {
     bool vm_disable_uffd;     /* EXOMEM_VM_DISABLE_UFFD set and not "0" */
     long lock_timeout_ms;     /* EXOMEM_LOCK_TIMEOUT (ms; default 10000): registry lock wait */
     double carat_moves;       /* EXOMEM_CARAT_MOVES: worst-case moves a second (0: none) */
+    const char *carat_report; /* EXOMEM_CARAT_REPORT: file for counters at exit, or NULL */
 };
 const struct exo_config *exo_config(void);
 

@@ -89,9 +89,17 @@ grep -q "VAS safety: .*vas_safety.c:$line: a pointer into address space" "$dir/v
 # The crashed run left its segment and VAS in the test's registry: that is what the kill
 # leaves; the registry goes with $dir.
 
-# Moves: every kind of pointer patched; moves while four threads run.
-for t in move_basic move_threads; do
+# Moves: every kind of pointer patched; moves refused while a derived address is held;
+# moves while four threads run.
+for t in move_basic move_derived move_threads; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done
+
+# The per-process report at exit (EXOMEM_CARAT_REPORT): one JSON line per process, appended.
+EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "move_derived with a report"
+EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "move_derived with a report"
+[ "$(grep -c '"moves":1,"moves_refused":2,' "$dir/report.jsonl")" = 2 ] ||
+    bad "report lines: $(cat "$dir/report.jsonl")"
+grep -q '"escape_hist":\[[0-9,]*\]}$' "$dir/report.jsonl" || bad "no escape histogram in the report"
 exit $fail

@@ -69,6 +69,9 @@ enum { EXO_CARAT_HEAP = 1, EXO_CARAT_GLOBAL = 2, EXO_CARAT_STACK = 3 };
  * holds addr). Thread-safe; takes the runtime's lock. */
 int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info);
 
+/* Buckets of exo_carat_stats.escape_hist: 0 escapes, 1, 2-3, 4-7, ..., 2^14 and more. */
+#define EXO_CARAT_ESCAPE_BUCKETS 16
+
 /* Counters of the runtime since start. */
 struct exo_carat_stats {
     uint64_t allocations;      /* live tracked allocations */
@@ -77,8 +80,13 @@ struct exo_carat_stats {
     uint64_t escapes_total;    /* escape events seen (pointer stores reported) */
     uint64_t escapes_live;     /* slots in the escape map now */
     uint64_t table_bytes;      /* memory the allocation table and escape map use */
+    uint64_t table_peak_bytes; /* the most table_bytes has been */
+    /* Allocations by their number of escapes (the paper's Figure 5): those freed, counted
+     * when freed, and those live now. Bucket b > 0 holds 2^(b-1) to 2^b - 1 escapes. */
+    uint64_t escape_hist[EXO_CARAT_ESCAPE_BUCKETS];
     uint64_t guard_slow;       /* guards that left the inline fast path */
     uint64_t moves;            /* completed moves */
+    uint64_t moves_refused;    /* moves refused: a thread held an address derived from the block */
     uint64_t move_ns;          /* time spent in moves, world stopped */
 };
 
@@ -104,7 +112,9 @@ struct exo_carat_move_cost {
  * the threads resume. *new_base (may be NULL) gets the new address of the allocation's
  * first byte; *cost (may be NULL) the breakdown. Errors: -EXO_ENOENT (addr is in no tracked
  * heap allocation), -EXO_ENOMEM, -EXO_EAGAIN (the allocation was freed or resized while
- * the world stopped: nothing moved), -EXO_EBUSY (a thread did not stop within a second:
+ * the world stopped, or a stopped thread held an address derived from it but outside it,
+ * such as a loop's base or bound, that no patching can recognise: nothing moved; try
+ * again later), -EXO_EBUSY (a thread did not stop within a second:
  * nothing moved). Blocks: stops and resumes all threads; one move at a time (others wait).
  * Thread-safe. Must not be called from a signal handler. */
 int exo_carat_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost);

@@ -72,8 +72,15 @@ static struct alloc *remove_node(struct alloc **link, uintptr_t key)
     return n;
 }
 
+unsigned exo_carat_escape_bucket(uint64_t n)
+{
+    unsigned b = n ? 1u + (unsigned)(63 - __builtin_clzll(n)) : 0;
+    return b < EXO_CARAT_ESCAPE_BUCKETS ? b : EXO_CARAT_ESCAPE_BUCKETS - 1;
+}
+
 static void drop(struct alloc_table *t, struct alloc *n)
 {
+    t->escape_hist[exo_carat_escape_bucket(n->escapes.count)]++;
     exo_carat_escape_set_free(t, &n->escapes);
     t->bytes -= sizeof *n;
     t->count--;
@@ -102,6 +109,8 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     t->root = insert_node(t->root, n);
     t->count++;
     t->bytes += sizeof *n;
+    if (t->bytes > t->peak_bytes)
+        t->peak_bytes = t->bytes;
     if (t->count == 1 || base < t->lo)
         t->lo = base;
     if (t->count == 1 || base + n->size > t->hi)
@@ -211,6 +220,8 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
             if (s->slots[i])
                 set_put(&bigger, s->slots[i]);
         t->bytes += (uint64_t)(cap - s->cap) * sizeof(uintptr_t);
+        if (t->bytes > t->peak_bytes)
+            t->peak_bytes = t->bytes;
         exo_carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
         *s = bigger;
     }

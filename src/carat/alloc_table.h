@@ -4,6 +4,7 @@
 #ifndef EXOMEM_CARAT_ALLOC_TABLE_H
 #define EXOMEM_CARAT_ALLOC_TABLE_H
 
+#include "exomem/carat.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,7 +30,13 @@ struct alloc_table {
     uint64_t count;
     uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter */
     uint64_t bytes;          /* memory of nodes and escape sets */
+    uint64_t peak_bytes;     /* the most `bytes` has been */
+    /* Allocations freed so far by their escape count then (EXO_CARAT_ESCAPE_BUCKETS). */
+    uint64_t escape_hist[EXO_CARAT_ESCAPE_BUCKETS];
 };
+
+/* The histogram bucket of an allocation with n escapes: 0 for none, else 1 + log2(n). */
+unsigned exo_carat_escape_bucket(uint64_t n);
 
 /* Add [base, base+size). An allocation already at base (a free we never saw, e.g. by an
  * uninstrumented library) is replaced. -EXO_ENOMEM. */

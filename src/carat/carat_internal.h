@@ -38,7 +38,7 @@ struct carat_tls {
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 
 struct carat_counters {
-    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns;
+    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns, moves_refused;
 };
 
 struct carat_runtime {
@@ -48,6 +48,9 @@ struct carat_runtime {
     struct carat_counters count;
 };
 extern struct carat_runtime exo_carat;
+
+/* With EXOMEM_CARAT_REPORT set, append the process's counters to that file at exit. */
+void exo_carat_report_at_exit(void);
 
 /* Set up the runtime once (signal handler, thread key, a mover from EXOMEM_CARAT_MOVES). */
 void exo_carat_init(void);

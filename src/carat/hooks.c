@@ -44,6 +44,7 @@ void exo_carat_init(void)
         exo_carat_world_install();
         atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
         exo_carat_mover_autostart();
+        exo_carat_report_at_exit();
     }
     pthread_mutex_unlock(&init_lock);
 }
@@ -240,7 +241,9 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
 
 static bool add_escapes(struct alloc *a, void *arg)
 {
-    *(uint64_t *)arg += a->escapes.count;
+    struct exo_carat_stats *st = arg;
+    st->escapes_live += a->escapes.count;
+    st->escape_hist[exo_carat_escape_bucket(a->escapes.count)]++;
     return false;
 }
 
@@ -252,7 +255,10 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     exo_carat_flush_own();
     st->allocations = exo_carat.table.count;
     st->table_bytes = exo_carat.table.bytes;
-    exo_carat_alloc_table_each(&exo_carat.table, add_escapes, &st->escapes_live);
+    exo_carat_alloc_table_each(&exo_carat.table, add_escapes, st);
+    st->table_peak_bytes = exo_carat.table.peak_bytes;
+    for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS; b++)
+        st->escape_hist[b] += exo_carat.table.escape_hist[b];
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
     st->allocs_total = atomic_load(&exo_carat.count.allocs);
@@ -260,6 +266,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->escapes_total = atomic_load(&exo_carat.count.escapes);
     st->guard_slow = atomic_load(&exo_carat.count.guard_slow);
     st->moves = atomic_load(&exo_carat.count.moves);
+    st->moves_refused = atomic_load(&exo_carat.count.moves_refused);
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
 }
 

@@ -7,7 +7,16 @@
  * if it lies in a writable mapping (the slot may belong to memory freed since), and only
  * rewritten if it still points into the allocation. Stacks are scanned conservatively: a
  * word that happens to equal an address inside the allocation is changed too (as in
- * conservative garbage collectors; docs/carat.md). */
+ * conservative garbage collectors; docs/carat.md).
+ *
+ * Optimised code also keeps addresses derived from a block but outside it: a base 4 bytes
+ * before an array for 1-based indexing, a loop bound 16 bytes past its end (LLVM's loop
+ * strength reduction makes them freely, more so around guards' range checks). By value
+ * such an address cannot be told from a pointer to the neighbouring memory, so it can be
+ * neither patched nor left alone safely. A move therefore looks for them first, in every
+ * stopped thread's registers and stack, within DERIVED_REACH bytes of the block and outside
+ * every other tracked allocation, and is refused (nothing changed) when it finds one: the
+ * mover tries again at its next tick, when the loop is over. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "os/os.h"
@@ -92,11 +101,30 @@ static bool stack_of(pid_t tid, uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
     return true;
 }
 
+#define DERIVED_REACH 512
+
+/* One pass over pointer-holding words: with check set, count the derived addresses
+ * (above) instead of patching. */
 struct patch {
     uintptr_t base, size;
     intptr_t delta;
     uint64_t patched;
+    bool check;
+    uint64_t derived;          /* check: words found near the block, outside it */
+    uintptr_t derived_value;   /* the first of them, for the error message */
 };
+
+/* Is v, outside the block, an address derived from it? Near it, and neither inside nor one
+ * past the end of another tracked allocation. Called with the runtime's lock held. */
+static bool derived_from_block(const struct patch *p, uintptr_t v)
+{
+    if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
+        return false;                    /* far from the block (or v < DERIVED_REACH) */
+    if (exo_carat_alloc_table_find(&exo_carat.table, v))
+        return false;
+    const struct alloc *before = exo_carat_alloc_table_find(&exo_carat.table, v - 1);
+    return !before || before->base == p->base;
+}
 
 /* Words are read and written with memcpy (a slot in a packed struct may be unaligned), and
  * without AddressSanitizer's checks: stacks and stale slots hold poisoned bytes that the
@@ -105,8 +133,12 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
 {
     uintptr_t v;
     memcpy(&v, w, sizeof v);
-    /* Not one past the end: malloc's own code, stopped in another thread, holds that address
-     * as the next chunk's header. */
+    if (p->check) {
+        if (v - p->base >= p->size && derived_from_block(p, v) && !p->derived++)
+            p->derived_value = v;
+        return;
+    }
+    /* Not one past the end: the check pass refused the move if a thread held it. */
     if (v - p->base < p->size) {
         v += (uintptr_t)p->delta;
         memcpy(w, &v, sizeof v);
@@ -283,7 +315,23 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)base);
     }
     maps_loaded = false;   /* read again if this move needs them */
-    struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0 };
+    struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0, true, 0, 0 };
+    for (int i = 0; i < nparked; i++)
+        if (parked[i].ucontext)
+            patch_thread(&p, parked[i].tid, parked[i].ucontext);
+    if (p.derived) {
+        pthread_mutex_unlock(&exo_carat.lock);
+        exo_carat_world_resume();
+        free(dest);
+        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        long off = p.derived_value < base ? -(long)(base - p.derived_value)
+                                          : (long)(p.derived_value - base);
+        return exo_fail(EXO_EAGAIN, "a stopped thread holds %#lx (offset %+ld of the %lu-byte "
+                        "allocation at %#lx), an address derived from it that a move cannot "
+                        "patch: nothing moved, try again", (unsigned long)p.derived_value,
+                        off, (unsigned long)size, (unsigned long)base);
+    }
+    p.check = false;
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
     patch_logged(&p);

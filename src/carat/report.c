@@ -1,0 +1,52 @@
+/* The per-process report (EXOMEM_CARAT_REPORT=file): at exit, one JSON line with the
+ * runtime's counters is appended to the file, so that a test suite of many processes,
+ * each built with exomem-cc, leaves one line per process for the evaluation to sum
+ * (docs/carat.md). Appended with a single write of one line: processes that exit at the
+ * same time do not interleave within a line. */
+#include "carat/carat_internal.h"
+#include "os/os.h"
+#include "internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void write_report(void)
+{
+    const char *path = exo_config()->carat_report;
+    struct exo_carat_stats st;
+    exo_carat_get_stats(&st);
+    char line[1024];
+    int n = snprintf(line, sizeof line,
+                     "{\"allocs_total\":%llu,\"frees_total\":%llu,"
+                     "\"escapes_total\":%llu,\"table_peak_bytes\":%llu,\"guard_slow\":%llu,"
+                     "\"moves\":%llu,\"moves_refused\":%llu,\"move_ns\":%llu,\"escape_hist\":[",
+                     (unsigned long long)st.allocs_total,
+                     (unsigned long long)st.frees_total, (unsigned long long)st.escapes_total,
+                     (unsigned long long)st.table_peak_bytes, (unsigned long long)st.guard_slow,
+                     (unsigned long long)st.moves, (unsigned long long)st.moves_refused,
+                     (unsigned long long)st.move_ns);
+    for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS && n > 0 && (size_t)n < sizeof line; b++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%llu", b ? "," : "",
+                      (unsigned long long)st.escape_hist[b]);
+    if (n > 0 && (size_t)n < sizeof line - 3)
+        n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
+    else
+        return;
+    int fd = exo_os_open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "exomem carat: EXOMEM_CARAT_REPORT=%s: cannot open it\n", path);
+        return;
+    }
+    /* O_APPEND: the offset is ignored, the line goes at the end. */
+    if (exo_os_pwrite_all(fd, line, (size_t)n, 0) != 0)
+        fprintf(stderr, "exomem carat: EXOMEM_CARAT_REPORT=%s: write failed\n", path);
+    exo_os_close(fd);
+}
+
+void exo_carat_report_at_exit(void)
+{
+    const char *path = exo_config()->carat_report;
+    if (path && *path)
+        atexit(write_report);
+}

@@ -1,0 +1,54 @@
+/* Addresses derived from a block but outside it (a base just before an array for 1-based
+ * indexing, a bound just past its end), as optimised loops keep them in registers and
+ * stack slots: no patching by value can recognise them, so a move that finds one is
+ * refused with EXO_EAGAIN and changes nothing; once they are gone the move goes ahead. */
+#include "carat_check.h"
+
+#include <exomem/carat.h>
+#include <stdint.h>
+
+static int *global_array;
+
+static long sum(const int *a, int n)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++)
+        s += a[i];
+    return s;
+}
+
+int main(void)
+{
+    global_array = malloc(64 * sizeof(int));
+    CHECK(global_array);
+    for (int i = 0; i < 64; i++)
+        global_array[i] = i;
+    int *const at_start = global_array;
+
+    /* Held in stack slots (volatile), as a spilled loop base or bound would be. */
+    volatile uintptr_t before = (uintptr_t)global_array - 4;
+    CHECK(exo_carat_move(global_array, NULL, NULL) == -EXO_EAGAIN);
+    CHECK(global_array == at_start && sum(global_array, 64) == 2016);
+    before = 0;
+
+    volatile uintptr_t past_end = (uintptr_t)global_array + 64 * sizeof(int) + 16;
+    CHECK(exo_carat_move(global_array, NULL, NULL) == -EXO_EAGAIN);
+    CHECK(global_array == at_start);
+    past_end = 0;
+
+    /* Far from the block: not taken for a derived address. */
+    volatile uintptr_t far = (uintptr_t)global_array + (64u << 20);
+    void *nb;
+    CHECK(exo_carat_move(global_array, &nb, NULL) == 0);
+    CHECK(global_array == nb && sum(global_array, 64) == 2016);
+    (void)before;
+    (void)past_end;
+    (void)far;
+
+    struct exo_carat_stats st;
+    exo_carat_get_stats(&st);
+    CHECK(st.moves == 1 && st.moves_refused == 2);
+    free(global_array);
+    printf("move_derived: ok\n");
+    return 0;
+}
