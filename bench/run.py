@@ -662,7 +662,8 @@ def selftest():
           paper_section("spacejmp", "Figure 10") != "fig1" and
           paper_section("spacejmp", "Figure 12, caption") != "fig1" and
           paper_section("no-such-paper", "Table 2") == "other" and
-          paper_section("carat", "Table 2") == "carat" and
+          paper_section("carat", "Table 3") == "carat" and
+          paper_section("carat", "Table 1") == "carat_programs" and
           paper_section("avm", "AVM, Figure 1") == PAPER_SECTION["avm"] != "fig1",
           "paper numbers are routed by paper and place, not by place alone")
 

@@ -9,7 +9,7 @@ KEY = "carat"
 TITLE = "CARAT: guards and moves of live memory (Figure 4, Table 3)"
 ORDER = 400
 PROGRAMS = ["bench_carat_guards", "bench_carat_move"]
-PAPERS = ["carat"]
+PAPER_PLACES = [("carat", "Table 3"), ("carat", "Figure 4")]
 TIMEOUT = 600
 
 INTRO = (
@@ -17,16 +17,14 @@ INTRO = (
     "every pointer stored to memory to exomem's CARAT runtime and guards loads, stores and "
     "calls; the runtime moves live allocations by stopping every thread and patching each "
     "escaped pointer, register and stack word that points into them (docs/carat.md). "
-    "<b>Measured here so far:</b> what a guard costs against the number of protection "
+    "<b>Measured here:</b> what a guard costs against the number of protection "
     "regions, by binary search in the runtime's array and by an if-tree laid out at compile "
     "time, on random and strided addresses (Figure 4), and the time of each step of a move "
     "for allocations of 64 B to 1 MiB with 1 to 10,000 escapes, with 0, 1 and 3 other "
-    "threads spinning (Table 3). <b>Not measured yet:</b> the guard counts, overheads, "
-    "tracking costs and moves under load on real programs built from Debian source packages "
-    "(Table 1, Figures 3, 5, 6, 7, 9, Table 2) and AddressSanitizer as the peer: the paper's "
-    "numbers for them are listed below ours for reference. The paper moves pages on physical "
-    "memory; we move whole allocations between heap blocks under the kernel's paging, so "
-    "there is no 'page expand' step.")
+    "threads spinning (Table 3). The evaluation on real programs (Table 1, Figures 3, 5, "
+    "6, 7, 9, Table 2, AddressSanitizer as the peer) is the next section. The paper moves "
+    "pages on physical memory; we move whole allocations between heap blocks under the "
+    "kernel's paging, so there is no 'page expand' step.")
 
 
 def by_name(entries, name):
@@ -122,19 +120,6 @@ def render(entries, papers, out, plots):
                      "stacks. Paper, geometric mean of its 22 benchmarks (2.3 GHz): %s.</p>"
                      % esc(paper_move_row(papers)))
         parts.append(table(["bytes", "escapes", "other threads"] + STEPS, move_rows(entries)))
-    own = [n for n in papers if n.get("paper") == "carat" and n.get("where") not in
-           ("Table 1", "Table 3")]
-    if own:
-        parts.append("<h3>The paper's other numbers (not yet redone here)</h3>")
-        parts.append(table(["where", "what", "value"],
-                           [[esc(n["where"]), esc(n.get("quote", n["name"])),
-                             "%s %s" % (fmt_num(n["value"]), esc(n["unit"]))] for n in own]))
-        mean = [n for n in papers if n.get("paper") == "carat" and n.get("where") == "Table 1"
-                and n["params"].get("benchmark") == "Arith. Mean"]
-        if mean:
-            parts.append("<p>Table 1, arithmetic mean over the paper's 22 benchmarks: %s.</p>"
-                         % esc(", ".join("%s %s" % (n["what"], fmt_num(n["value"]))
-                                         for n in mean)))
     return "\n".join(parts)
 
 

@@ -20,12 +20,14 @@ static void write_report(void)
     int n = snprintf(line, sizeof line,
                      "{\"allocs_total\":%llu,\"frees_total\":%llu,"
                      "\"escapes_total\":%llu,\"table_peak_bytes\":%llu,\"guard_slow\":%llu,"
-                     "\"moves\":%llu,\"moves_refused\":%llu,\"move_ns\":%llu,\"escape_hist\":[",
+                     "\"moves\":%llu,\"moves_refused\":%llu,\"move_ns\":%llu,\"peak_rss_bytes\":%llu,"
+                     "\"escape_hist\":[",
                      (unsigned long long)st.allocs_total,
                      (unsigned long long)st.frees_total, (unsigned long long)st.escapes_total,
                      (unsigned long long)st.table_peak_bytes, (unsigned long long)st.guard_slow,
                      (unsigned long long)st.moves, (unsigned long long)st.moves_refused,
-                     (unsigned long long)st.move_ns);
+                     (unsigned long long)st.move_ns,
+                     (unsigned long long)exo_os_peak_rss_bytes());
     for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS && n > 0 && (size_t)n < sizeof line; b++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s%llu", b ? "," : "",
                       (unsigned long long)st.escape_hist[b]);

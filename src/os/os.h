@@ -222,6 +222,8 @@ void exo_os_yield(void);
 void exo_os_sleep_ns(long ns);
 /* A monotonic clock in nanoseconds (async-signal-safe). */
 uint64_t exo_os_now_ns(void);
+/* The process's peak resident memory so far in bytes (getrusage), 0 if unknown. */
+uint64_t exo_os_peak_rss_bytes(void);
 /* Block every signal in the calling thread (*old gets the previous mask), and put a mask
  * back. For helper threads that must never run a handler. */
 int exo_os_block_signals(sigset_t *old);

@@ -1,0 +1,387 @@
+#!/usr/bin/python3
+"""CARAT's evaluation on real programs (issue 12; docs/carat.md): each program of
+bench/carat/programs/ is fetched from Debian's sources, built in six modes, its own test
+suite is run in every mode (and under moves), and its workload is timed, all modes side by
+side in one run. Prints one JSON record per measurement for bench/run.py (the report's
+"carat" section), progress on stderr.
+
+Builds are cached in <build>/bench-data/carat/<program>/<mode>, keyed by the recipe, the
+plugin and the runtime: a second run rebuilds only what changed.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+MODES = {
+    # mode: (compiler, extra CFLAGS/LDFLAGS, EXOMEM_CARAT_PARTS, EXOMEM_CARAT_GUARD_OPT)
+    "base": ("clang", "", None, None),
+    "track": ("exomem-cc", "", "track,escapes", None),
+    "guards-noopt": ("exomem-cc", "", "guards", "none"),
+    "guards": ("exomem-cc", "", "guards", "all"),
+    "carat": ("exomem-cc", "", "track,escapes,guards", "all"),
+    "asan": ("clang", "-fsanitize=address", None, None),
+}
+FULL_RATES = [1, 100, 10000]
+QUICK_RATES = [100, 10000]
+VMSTAT_KEYS = ("pgfault", "pgmajfault", "pgalloc_normal", "pgalloc_dma32", "pgfree",
+               "pgmigrate_success", "thp_fault_alloc", "numa_pages_migrated")
+
+
+def log(msg):
+    print("bench_carat_programs: " + msg, file=sys.stderr, flush=True)
+
+
+def emit(name, unit, value, params, baseline=None, baseline_params=None, note=None):
+    rec = {"name": name, "unit": unit, "value": value, "params": params}
+    if baseline:
+        rec["baseline"] = baseline
+    if baseline_params is not None:
+        rec["baseline_params"] = baseline_params
+    if note:
+        rec["note"] = note
+    print(json.dumps(rec), flush=True)
+
+
+def skip(params, reason):
+    print(json.dumps({"name": "skip", "params": params, "reason": reason}), flush=True)
+
+
+def read_recipe_vars(path):
+    """DEB_SOURCE and QUICK of a recipe (plain assignments at the top level)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            for key in ("DEB_SOURCE", "QUICK"):
+                if line.startswith(key + "="):
+                    out[key] = line.split("=", 1)[1].strip().strip("'\"")
+    return out
+
+
+def file_key(path):
+    try:
+        st = os.stat(path)
+        return "%s:%d:%d" % (path, st.st_size, int(st.st_mtime))
+    except OSError:
+        return path + ":missing"
+
+
+class Evaluation:
+    def __init__(self, args):
+        self.args = args
+        self.src = args.source
+        self.build = args.build
+        self.cache = args.cache or os.path.join(self.build, "bench-data", "carat")
+        self.exomem_cc = os.path.join(self.build, "exomem-cc")
+        self.clang = args.clang
+        self.start = time.monotonic()
+        self.runner = os.path.join(self.src, "bench", "carat", "program.sh")
+        self.tool_key = "|".join(file_key(p) for p in (
+            self.exomem_cc, os.path.join(self.build, "llvm", "libexomem-carat.so"),
+            os.path.join(self.build, "src", "libexomem.a")))
+
+    def left(self):
+        return self.args.budget - (time.monotonic() - self.start)
+
+    def env_for(self, mode, extra=None):
+        cc, flag, parts, opt = MODES[mode]
+        env = dict(os.environ)
+        for k in ("EXOMEM_CARAT_PARTS", "EXOMEM_CARAT_GUARD_OPT", "EXOMEM_CARAT_STATS",
+                  "EXOMEM_CARAT_MOVES", "EXOMEM_CARAT_REPORT"):
+            env.pop(k, None)
+        env["CC"] = self.exomem_cc if cc == "exomem-cc" else self.clang
+        env["CFLAGS"] = ("-O2 -g " + flag).strip()
+        env["LDFLAGS"] = flag
+        env["JOBS"] = str(self.args.jobs)
+        if parts:
+            env["EXOMEM_CARAT_PARTS"] = parts
+        if opt:
+            env["EXOMEM_CARAT_GUARD_OPT"] = opt
+        if mode == "asan":
+            # Leaks are not what this run measures; stop at the first real error.
+            env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0"
+        env.update(extra or {})
+        return env
+
+    def step(self, recipe, action, tree, env, logname):
+        """Run program.sh; returns (ok, seconds, rusage maxrss KiB)."""
+        t0 = time.monotonic()
+        with open(os.path.join(tree, "..", logname), "w") as out:
+            try:
+                proc = subprocess.Popen([self.runner, recipe, action, tree], stdout=out,
+                                        stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)
+                _, status, ru = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+            except OSError as e:
+                out.write("cannot run: %s\n" % e)
+                return False, 0.0, 0
+        return proc.returncode == 0, time.monotonic() - t0, ru.ru_maxrss
+
+    def fetch(self, pkg):
+        script = os.path.join(self.src, "bench", "carat", "fetch_source.sh")
+        r = subprocess.run([script, pkg, self.cache], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("fetching %s: %s" % (pkg, r.stderr.strip()[-400:]))
+        return r.stdout.strip().splitlines()[-1]
+
+    def build_mode(self, name, recipe, pristine, mode):
+        """The program built in mode (cached); returns (tree, seconds or None, stats lines)."""
+        where = os.path.join(self.cache, "build", name)
+        tree = os.path.join(where, mode)
+        stamp = tree + ".stamp"
+        with open(recipe, "rb") as f:
+            key = hashlib.sha256(f.read() + (self.tool_key + mode + self.clang).encode()).hexdigest()
+        stats = tree + ".guards.jsonl"
+        try:
+            with open(stamp) as f:
+                if f.read().strip() == key:
+                    return tree, None, read_jsonl(stats)
+        except OSError:
+            pass
+        shutil.rmtree(tree, ignore_errors=True)
+        for p in (stamp, stats):
+            if os.path.exists(p):
+                os.remove(p)
+        os.makedirs(where, exist_ok=True)
+        shutil.copytree(pristine, tree, symlinks=True)
+        env = self.env_for(mode, {"EXOMEM_CARAT_STATS": stats} if MODES[mode][0] == "exomem-cc" else None)
+        log("%s: building %s" % (name, mode))
+        ok, secs, _ = self.step(recipe, "build", tree, env, mode + ".build.log")
+        if not ok:
+            raise RuntimeError("%s did not build in mode %s (log: %s.build.log)" % (name, mode, tree))
+        with open(stamp, "w") as f:
+            f.write(key + "\n")
+        return tree, secs, read_jsonl(stats)
+
+    def suite(self, name, recipe, tree, mode, rate=None):
+        report = tree + ".report.jsonl"
+        if os.path.exists(report):
+            os.remove(report)
+        extra = {"EXOMEM_CARAT_REPORT": report}
+        if rate:
+            extra["EXOMEM_CARAT_MOVES"] = str(rate)
+        log("%s: suite, %s%s" % (name, mode, ", %d moves/s" % rate if rate else ""))
+        ok, secs, _ = self.step(recipe, "suite", tree, self.env_for(mode, extra),
+                                "%s%s.suite.log" % (mode, "-moves%d" % rate if rate else ""))
+        params = {"program": name, "mode": mode, "moves_per_s": rate or 0}
+        emit("carat_suite_pass", "bool", 1 if ok else 0, params)
+        emit("carat_suite_time", "s", round(secs, 3), params)
+        lines = read_jsonl(report)
+        if rate and lines:
+            moves = sum(x.get("moves", 0) for x in lines)
+            refused = sum(x.get("moves_refused", 0) for x in lines)
+            emit("carat_suite_moves", "moves", moves, params)
+            emit("carat_suite_moves_refused", "moves", refused, params)
+        return ok
+
+    def workload(self, name, recipe, tree, mode, rate=None, report=None):
+        extra = {}
+        if report:
+            extra["EXOMEM_CARAT_REPORT"] = report
+        if rate:
+            extra["EXOMEM_CARAT_MOVES"] = str(rate)
+        before = vmstat()
+        ok, secs, _ = self.step(recipe, "workload", tree, self.env_for(mode, extra),
+                                "%s.workload.log" % mode)
+        after = vmstat()
+        return ok, secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
+
+    def program(self, recipe):
+        name = os.path.basename(recipe)[:-3]
+        info = read_recipe_vars(recipe)
+        pkg = info.get("DEB_SOURCE", name)
+        pristine = self.fetch(pkg)
+        trees = {}
+        for mode in MODES:
+            if self.left() < 60:
+                skip({"program": name, "mode": mode}, "the section's time budget ran out")
+                continue
+            tree, secs, stats = self.build_mode(name, recipe, pristine, mode)
+            trees[mode] = tree
+            if secs is not None:
+                emit("carat_build_time", "s", round(secs, 2), {"program": name, "mode": mode})
+            if mode in ("guards-noopt", "guards"):
+                emit_guard_counts(name, mode, stats)
+        for mode in trees:
+            if self.left() < 60:
+                skip({"program": name, "mode": mode}, "the section's time budget ran out")
+                continue
+            self.suite(name, recipe, trees[mode], mode)
+        if "carat" in trees:
+            for rate in self.rates:
+                if self.left() < 60:
+                    skip({"program": name, "moves_per_s": rate}, "the section's time budget ran out")
+                    continue
+                self.suite(name, recipe, trees["carat"], "carat", rate)
+        self.time_workloads(name, recipe, trees)
+
+    def time_workloads(self, name, recipe, trees):
+        # Modes interleaved round by round, so that a slow spell of this shared machine
+        # falls on all of them.
+        runs = [(m, None) for m in trees] + [("carat", r) for r in self.rates if "carat" in trees]
+        reports = {}
+        for rep in range(self.args.repeats):
+            for mode, rate in runs:
+                if self.left() < 30:
+                    skip({"program": name}, "the section's time budget ran out in the workloads")
+                    return
+                report = None
+                if rep == 0 and MODES[mode][0] == "exomem-cc":
+                    report = trees[mode] + ".work%s.jsonl" % (rate or "")
+                    if os.path.exists(report):
+                        os.remove(report)
+                    reports[(mode, rate)] = report
+                ok, secs, vm = self.workload(name, recipe, trees[mode], mode, rate, report)
+                params = {"program": name, "mode": mode}
+                if rate:
+                    params["moves_per_s"] = rate
+                if not ok:
+                    skip(params, "the workload failed (log: %s/../%s.workload.log)"
+                         % (trees[mode], mode))
+                    continue
+                if rate:
+                    emit("carat_workload_moves", "s", round(secs, 4), params, "carat_workload",
+                         {"program": name, "mode": "carat"})
+                else:
+                    emit("carat_workload", "s", round(secs, 4), params,
+                         None if mode == "base" else "carat_workload",
+                         None if mode == "base" else {"program": name, "mode": "base"})
+                if mode == "base" and not rate:
+                    for k, v in vm.items():
+                        emit("carat_vmstat_rate", "/s", round(v / secs, 1) if secs > 0 else 0,
+                             {"program": name, "counter": k})
+        for (mode, rate), report in reports.items():
+            lines = read_jsonl(report)
+            if not lines:
+                continue
+            params = {"program": name, "mode": mode}
+            if rate:
+                params["moves_per_s"] = rate
+                emit("carat_workload_moves_done", "moves",
+                     sum(x.get("moves", 0) for x in lines), params)
+                emit("carat_workload_moves_refused", "moves",
+                     sum(x.get("moves_refused", 0) for x in lines), params)
+                continue
+            if mode != "track":
+                continue
+            emit("carat_allocations", "allocations", sum(x.get("allocs_total", 0) for x in lines), params)
+            emit("carat_escapes", "escapes", sum(x.get("escapes_total", 0) for x in lines), params)
+            top = max(lines, key=lambda x: x.get("table_peak_bytes", 0))
+            emit("carat_table_peak", "B", top.get("table_peak_bytes", 0), params)
+            emit("carat_table_process_rss", "B", top.get("peak_rss_bytes", 0), params)
+            hist = [0] * 16
+            for x in lines:
+                for i, v in enumerate(x.get("escape_hist", [])[:16]):
+                    hist[i] += v
+            for i, v in enumerate(hist):
+                emit("carat_escape_hist", "allocations", v, dict(params, bucket=i))
+
+    def run(self):
+        progs = sorted(p for p in os.listdir(self.recipes) if p.endswith(".sh"))
+        chosen = []
+        for p in progs:
+            path = os.path.join(self.recipes, p)
+            if self.args.programs and p[:-3] not in self.args.programs:
+                continue
+            if self.args.quick and not self.args.programs and read_recipe_vars(path).get("QUICK") != "yes":
+                continue
+            chosen.append(path)
+        rc = 0
+        for i, recipe in enumerate(chosen):
+            name = os.path.basename(recipe)[:-3]
+            log("[%d/%d] %s (%.0f s of the %d s budget left)" % (i + 1, len(chosen), name,
+                                                                  self.left(), self.args.budget))
+            try:
+                self.program(recipe)
+            except RuntimeError as e:
+                skip({"program": name}, str(e))
+                log(str(e))
+                rc = 1
+        left_out = [os.path.basename(p)[:-3] for p in
+                    (os.path.join(self.recipes, q) for q in progs) if p not in chosen]
+        if left_out:
+            skip({"programs": " ".join(left_out)},
+                 "not in this run (%s)" % ("the quick form runs two programs"
+                                           if self.args.quick else "not asked for"))
+        return rc
+
+
+def read_jsonl(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return out
+
+
+def emit_guard_counts(name, mode, stats):
+    """Table 1: the static guard counts of the program's own modules (configure's test
+    programs left out), summed."""
+    keys = ("guard_loads", "guard_stores", "guard_calls", "guard_ranges", "guards_naive",
+            "opt_value_range", "opt_redundant", "opt_hoisted", "opt_merged", "guards_final")
+    total = {k: 0 for k in keys}
+    modules = 0
+    for s in stats:
+        if "conftest" in s.get("module", "") or not s.get("guards"):
+            continue
+        modules += 1
+        for k in keys:
+            total[k] += s.get(k, 0)
+    if not modules:
+        return
+    for k, v in total.items():
+        emit("carat_guards", "guards", v, {"program": name, "mode": mode, "count": k})
+
+
+def vmstat():
+    out = {}
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                k, _, v = line.partition(" ")
+                if k in VMSTAT_KEYS:
+                    out[k] = int(v)
+    except OSError:
+        pass
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, help="exomem's build directory")
+    ap.add_argument("--source", required=True, help="exomem's source directory")
+    ap.add_argument("--cache", help="where sources and builds are kept (default <build>/bench-data/carat)")
+    ap.add_argument("--clang", default="clang-19")
+    ap.add_argument("--quick", action="store_true", help="two programs, two move rates, one repeat")
+    ap.add_argument("--programs", nargs="*", help="recipe names (default: all, or the quick pair)")
+    ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--budget", type=int, default=2600, help="seconds for the whole run")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    if args.repeats is None:
+        args.repeats = 2 if args.quick else 3
+    ev = Evaluation(args)
+    ev.recipes = os.path.join(args.source, "bench", "carat", "programs")
+    ev.rates = QUICK_RATES if args.quick else FULL_RATES
+    for tool in (ev.exomem_cc, shutil.which(args.clang)):
+        if not tool or not os.path.exists(tool):
+            skip({}, "%s not found: build exomem with the CARAT plugin (llvm-19-dev)" % (tool or args.clang))
+            return 77
+    print(json.dumps({"name": "carat_machine", "unit": "cpus", "value": os.cpu_count(),
+                      "params": {}}), flush=True)
+    return ev.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
