@@ -80,6 +80,10 @@ unsigned exo_carat_escape_bucket(uint64_t n)
 
 static void drop(struct alloc_table *t, struct alloc *n)
 {
+    if (n == t->worst) {
+        t->worst = NULL;
+        t->worst_stale = true;
+    }
     t->escape_hist[exo_carat_escape_bucket(n->escapes.count)]++;
     exo_carat_escape_set_free(t, &n->escapes);
     t->bytes -= sizeof *n;
@@ -108,6 +112,8 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     n->prio = next_prio();
     t->root = insert_node(t->root, n);
     t->count++;
+    if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
+        t->worst = n;
     t->bytes += sizeof *n;
     if (t->bytes > t->peak_bytes)
         t->peak_bytes = t->bytes;
@@ -254,4 +260,29 @@ void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
     t->bytes -= (uint64_t)s->cap * sizeof(uintptr_t);
     exo_carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
     memset(s, 0, sizeof *s);
+}
+
+void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a)
+{
+    if (a->kind == EXO_CARAT_HEAP && !t->worst_stale &&
+        (!t->worst || a->escapes.count > t->worst->escapes.count))
+        t->worst = a;
+}
+
+static bool pick_worst(struct alloc *a, void *arg)
+{
+    struct alloc **best = arg;
+    if (a->kind == EXO_CARAT_HEAP && (!*best || a->escapes.count > (*best)->escapes.count))
+        *best = a;
+    return false;
+}
+
+struct alloc *exo_carat_alloc_table_worst(struct alloc_table *t)
+{
+    if (t->worst_stale) {
+        t->worst = NULL;
+        exo_carat_alloc_table_each(t, pick_worst, &t->worst);
+        t->worst_stale = false;
+    }
+    return t->worst;
 }

@@ -31,9 +31,20 @@ struct alloc_table {
     uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter */
     uint64_t bytes;          /* memory of nodes and escape sets */
     uint64_t peak_bytes;     /* the most `bytes` has been */
+    /* The heap allocation with the most escapes, kept as escapes are added, so that a mover
+     * asking 10,000 times a second does not walk the table each time. Recomputed by a walk
+     * only after it is freed (worst_stale); its count going down is not followed, so it is
+     * "a" worst case, as of when it was last overtaken. */
+    struct alloc *worst;
+    bool worst_stale;
     /* Allocations freed so far by their escape count then (EXO_CARAT_ESCAPE_BUCKETS). */
     uint64_t escape_hist[EXO_CARAT_ESCAPE_BUCKETS];
 };
+
+/* An escape was added to a's set: a may be the new worst case. */
+void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a);
+/* The heap allocation with the most escapes (see `worst`), or NULL if none is tracked. */
+struct alloc *exo_carat_alloc_table_worst(struct alloc_table *t);
 
 /* The histogram bucket of an allocation with n escapes: 0 for none, else 1 + log2(n). */
 unsigned exo_carat_escape_bucket(uint64_t n);

@@ -75,8 +75,8 @@ static struct carat_thread *my_thread(void)
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
 {
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
-    if (a)
-        exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot);
+    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot) == 0)
+        exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 
 void exo_carat_flush_thread(struct carat_thread *t)
@@ -270,19 +270,10 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
 }
 
-static bool pick_worst(struct alloc *a, void *arg)
-{
-    struct alloc **best = arg;
-    if (a->kind == EXO_CARAT_HEAP && (!*best || a->escapes.count > (*best)->escapes.count))
-        *best = a;
-    return false;
-}
-
 uintptr_t exo_carat_worst_heap(void)
 {
     exo_carat_flush_own();
-    struct alloc *best = NULL;
-    exo_carat_alloc_table_each(&exo_carat.table, pick_worst, &best);
+    struct alloc *best = exo_carat_alloc_table_worst(&exo_carat.table);
     return best ? best->base : 0;
 }
 
