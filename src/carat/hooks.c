@@ -75,6 +75,11 @@ static struct carat_thread *my_thread(void)
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
 {
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
+    if (!a) {   /* one past the end of a block (glibc puts no other block there) */
+        a = exo_carat_alloc_table_find(&exo_carat.table, value - 1);
+        if (a && value != a->base + a->size)
+            a = NULL;
+    }
     if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }

@@ -9,19 +9,22 @@
  * word that happens to equal an address inside the allocation is changed too (as in
  * conservative garbage collectors; docs/carat.md).
  *
- * Optimised code also keeps addresses derived from a block but outside it: a base 4 bytes
- * before an array for 1-based indexing, a loop bound 16 bytes past its end (LLVM's loop
- * strength reduction makes them freely, more so around guards' range checks). By value
- * such an address cannot be told from a pointer to the neighbouring memory, so it can be
- * neither patched nor left alone safely. A move therefore looks for them first, in every
- * stopped thread's registers and stack, within DERIVED_REACH bytes of the block and outside
- * every other tracked allocation, and is refused (nothing changed) when it finds one: the
- * mover tries again at its next tick, when the loop is over. */
+ * Optimised code also keeps addresses derived from a block but outside it: a base 8 bytes
+ * before an array for 1-based indexing, a loop bound just past its end (LLVM's loop
+ * strength reduction makes them freely, more so around guards' range checks), and programs
+ * store one-past-the-end pointers. Those that fall in the block's own malloc chunk (its
+ * 16-byte header, and its unused tail up to malloc_usable_size) can only be the block's, and
+ * are patched like pointers into it, except in a thread stopped inside the C library, whose
+ * malloc holds chunk addresses of its own. Any other address within DERIVED_REACH bytes of
+ * the block and outside every other tracked allocation cannot be told from a pointer to the
+ * neighbouring memory: a move first looks for them in every stopped thread and is refused
+ * (nothing changed) when it finds one; the mover tries again at its next tick. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "os/os.h"
 #include "internal.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cpuid.h>
@@ -77,6 +80,20 @@ static bool slot_usable(uintptr_t slot)
     return load_maps() == 0 && range_of(slot) >= 0;
 }
 
+/* The C library's code, found once before the first stop (dl_iterate_phdr takes the
+ * loader's lock, which a stopped thread may hold). */
+static uintptr_t libc_lo, libc_hi;
+
+static void find_libc(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    if (exo_os_code_segment((const void *)malloc, &libc_lo, &libc_hi) != 0)
+        libc_lo = libc_hi = 0;
+}
+
 /* Where each thread's stack mapping ends, kept across moves: a thread's stack does not move
  * while it lives. Checked against the stack pointer before use (a thread id can be reused). */
 #define STACK_CACHE 256
@@ -109,6 +126,8 @@ struct patch {
     uintptr_t base, size;
     intptr_t delta;
     uint64_t patched;
+    uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail */
+    bool in_libc;              /* the words being visited are a thread's stopped in libc */
     bool check;
     uint64_t derived;          /* check: words found near the block, outside it */
     uintptr_t derived_value;   /* the first of them, for the error message */
@@ -118,6 +137,8 @@ struct patch {
  * past the end of another tracked allocation. Called with the runtime's lock held. */
 static bool derived_from_block(const struct patch *p, uintptr_t v)
 {
+    if (v - p->own_lo < p->own_hi - p->own_lo)
+        return p->in_libc;               /* the block's own chunk: patched, unless in malloc */
     if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
         return false;                    /* far from the block (or v < DERIVED_REACH) */
     if (exo_carat_alloc_table_find(&exo_carat.table, v))
@@ -138,8 +159,9 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
             p->derived_value = v;
         return;
     }
-    /* Not one past the end: the check pass refused the move if a thread held it. */
-    if (v - p->base < p->size) {
+    /* The block and its own chunk (the check pass refused the move if a thread stopped in
+     * libc held the chunk's edges). */
+    if (v - p->own_lo < p->own_hi - p->own_lo) {
         v += (uintptr_t)p->delta;
         memcpy(w, &v, sizeof v);
         p->patched++;
@@ -203,6 +225,7 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *u
 {
 #if defined(__x86_64__)
     greg_t *g = uc->uc_mcontext.gregs;
+    p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo;
     static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
                                 REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
                                 REG_R13, REG_R14, REG_R15 };
@@ -232,7 +255,7 @@ CARAT_NO_ASAN static void patch_logged(struct patch *p)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
         for (uint32_t i = 0; i < t->n; i++)
-            if (t->log[i].value - p->base < p->size && slot_usable(t->log[i].slot))
+            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot))
                 patch_word(p, (uintptr_t *)t->log[i].slot);
 }
 
@@ -245,7 +268,7 @@ static void rebase_logs(const struct patch *p)
         for (uint32_t i = 0; i < t->n; i++) {
             if (t->log[i].slot - p->base < p->size)
                 t->log[i].slot += (uintptr_t)p->delta;
-            if (t->log[i].value - p->base < p->size)
+            if (t->log[i].value - p->base <= p->size)   /* one past the end too */
                 t->log[i].value += (uintptr_t)p->delta;
         }
 }
@@ -290,6 +313,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)addr);
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
+    find_libc();
     void *dest = NULL;
     if (posix_memalign(&dest, align, size))
         dest = NULL;
@@ -315,7 +339,9 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)base);
     }
     maps_loaded = false;   /* read again if this move needs them */
-    struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0, true, 0, 0 };
+    /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it. */
+    struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
+                       base + malloc_usable_size((void *)base), false, true, 0, 0 };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
@@ -332,6 +358,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         off, (unsigned long)size, (unsigned long)base);
     }
     p.check = false;
+    p.in_libc = false;
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
     patch_logged(&p);

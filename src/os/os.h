@@ -253,6 +253,9 @@ void exo_os_futex_wake_all(const uint32_t *word);
  * mapping, so a thread's stack is one range), read from /proc/self/maps into buf. Returns how many pairs, -EXO_ENOSPC
  * when more than max or buf is too small, or another -EXO_ code. */
 int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len);
+/* The executable segment [*lo, *hi) of the loaded object (program or shared library) whose
+ * code holds address code (dl_iterate_phdr). -EXO_ENOENT if none does. */
+int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi);
 
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);
