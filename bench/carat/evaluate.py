@@ -226,6 +226,8 @@ class Evaluation:
         runs = [(m, None) for m in trees] + [("carat", r) for r in self.rates if "carat" in trees]
         reports = {}
         for rep in range(self.args.repeats):
+            log("%s: workloads, round %d of %d (%d runs)" % (name, rep + 1, self.args.repeats,
+                                                             len(runs)))
             for mode, rate in runs:
                 if self.left() < 30:
                     skip({"program": name}, "the section's time budget ran out in the workloads")
