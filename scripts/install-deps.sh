@@ -32,6 +32,12 @@ want+=(libhts-dev samtools samtools-test htslib-test)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only
 # libhugetlbfs-dev provides; xz is its second program (hpcc is listed above).
 [ "${1:-test}" = report ] && want+=(libhugetlbfs-bin libhugetlbfs-dev)
+# CARAT on real programs: Debian's own source packages, fetched with apt-get source (a
+# private apt configuration signed by Debian's archive keyring, unpacked by dpkg-source) and
+# built with their own build systems; test_carat_programs builds bzip2 and xz-utils, the
+# report also sqlite3 (its Tcl tests), oniguruma, jq and lua5.4 (bench/carat/programs/).
+want+=(dpkg-dev debian-archive-keyring autoconf automake libtool)
+[ "${1:-test}" = report ] && want+=(tcl8.6-dev libonig-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
