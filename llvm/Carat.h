@@ -5,7 +5,8 @@
 //   escapes   - every store of a pointer into memory
 //   guards    - checks of loads, stores and calls against the protection regions,
 //               with CARAT's optimisations (GuardOpt.cpp)
-//   vas       - SpaceJMP's VAS-safety analysis (VasSafety.cpp)
+//   vas       - SpaceJMP's VAS-safety analysis (VasSafety.cpp per function, VasSummary.cpp
+//               across the functions of a module)
 // The runtime the inserted calls go to is src/carat in libexomem.
 #pragma once
 

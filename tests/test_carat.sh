@@ -88,6 +88,54 @@ grep -q "VAS safety: .*vas_safety.c:$line: a pointer into address space" "$dir/v
     bad "run-time VAS report: $(cat "$dir/vas_run.err")"
 # The crashed run left its segment and VAS in the test's registry: that is what the kill
 # leaves; the registry goes with $dir.
+# At -O0 every pointer lives in a stack slot and is reloaded: still reported.
+EXOMEM_CARAT_PARTS=vas "$cc" -O0 -g -I"$src/include" -I"$src/tests/carat" -c \
+    "$src/tests/carat/vas_safety.c" -o "$dir/vas_safety_O0.o" 2>"$dir/vas_O0.err" ||
+    bad "vas_safety.c did not build at -O0: $(cat "$dir/vas_O0.err")"
+grep -q "vas_safety.c:$line: warning: exomem VAS safety" "$dir/vas_O0.err" ||
+    bad "no compile-time report at -O0: $(cat "$dir/vas_O0.err")"
+
+# VAS safety across calls (one program each; vas_fixture.h): helpers that switch, a static
+# function analysed with its call sites' facts, returned pointers, calls that do not switch,
+# recursion. vas_case PROGRAM CHECKED SAFE_AT_LEAST: the lines marked "reported at compile
+# time" are warned about and no other; CHECKED dereferences get a run-time check, every other
+# one counted is proven safe (at least SAFE_AT_LEAST: the optimiser may unroll loops); the
+# program runs, and with "bad" its check stops it at the line marked "stops the bad run".
+vas_case() {
+    local t=$1 checked=$2 safe_min=$3 f="$src/tests/carat/$1.c" line n
+    EXOMEM_CARAT_PARTS=vas EXOMEM_CARAT_STATS=$dir/$t.json "$cc" "${flags[@]}" "$f" \
+        -o "$dir/$t" 2>"$dir/$t.err" || { bad "$t.c did not build: $(cat "$dir/$t.err")"; return; }
+    n=0
+    for line in $(grep -n "/\* reported at compile time" "$f" | cut -d: -f1); do
+        n=$((n + 1))
+        grep -q "$t.c:$line: warning: exomem VAS safety" "$dir/$t.err" ||
+            bad "$t: no compile-time report at line $line: $(cat "$dir/$t.err")"
+    done
+    [ "$(grep -c 'warning: exomem VAS safety' "$dir/$t.err")" = $n ] ||
+        bad "$t: reports other than the $n expected: $(cat "$dir/$t.err")"
+    local derefs safe chk unsafe
+    derefs=$(stat "$dir/$t.json" vas_derefs); safe=$(stat "$dir/$t.json" vas_safe)
+    chk=$(stat "$dir/$t.json" vas_checked); unsafe=$(stat "$dir/$t.json" vas_unsafe)
+    echo "$t: $derefs dereferences, $safe proven safe, $chk checked, $unsafe reported"
+    [ "$unsafe" = $n ] || bad "$t: vas_unsafe $unsafe, want $n"
+    if [ $sanitized = no ]; then
+        [ "$chk" = "$checked" ] || bad "$t: vas_checked $chk, want $checked"
+        [ "$((safe + chk))" = "$derefs" ] || bad "$t: $derefs dereferences, $safe safe + $chk checked"
+        [ "$safe" -ge "$safe_min" ] || bad "$t: vas_safe $safe, want at least $safe_min"
+    fi
+    "$dir/$t" >/dev/null || bad "$t failed"
+    line=$(grep -n "stops the bad run" "$f" | cut -d: -f1)
+    ASAN_OPTIONS=handle_segv=0 "$dir/$t" bad >/dev/null 2>"$dir/$t.run"
+    rc=$?
+    [ $rc = 139 ] || bad "$t bad: exit $rc, want 139 (SIGSEGV)"
+    grep -q "VAS safety: .*$t.c:$line: a pointer into address space" "$dir/$t.run" ||
+        bad "$t bad: run-time report: $(cat "$dir/$t.run")"
+}
+vas_case vas_helper 1 6      # enter_global, enter(h), visit_home: safe after; leave: reported
+vas_case vas_static 1 9      # sum's loads safe from its two call sites; fill: reported inside
+vas_case vas_return 1 7      # make, make_in, make_global: their pointers' VASes known
+vas_case vas_calls 2 4       # libc and count(): safe; getpid and the indirect call: checked
+vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from there on
 
 # Moves: every kind of pointer patched; moves refused while a derived address is held;
 # moves while four threads run.
