@@ -169,9 +169,35 @@ Value *storedPointer(Value *V) {
   return nullptr;
 }
 
+// A pointer-sized integer that may be a pointer carried as an integer across a call
+// (uintptr_t, st.c's st_data_t, a by-value struct or union coerced to integers): a
+// function's argument, a call's result, a value taken out of an aggregate or a vector, a
+// load, a ptrtoint, or a phi or select of such. Arithmetic on them is not followed (those
+// are pointers hidden by arithmetic, which no move can see).
+bool integerMayBePointer(Value *V, unsigned Depth = 0) {
+  if (Depth > 4)
+    return false;
+  if (isa<Argument>(V) || isa<LoadInst>(V) || isa<PtrToIntInst>(V) ||
+      isa<ExtractValueInst>(V) || isa<ExtractElementInst>(V))
+    return true;
+  if (auto *CB = dyn_cast<CallBase>(V))
+    return !isa<IntrinsicInst>(CB);
+  if (auto *PN = dyn_cast<PHINode>(V)) {
+    for (Value *In : PN->incoming_values())
+      if (In != PN && integerMayBePointer(In, Depth + 1))
+        return true;
+    return false;
+  }
+  if (auto *S = dyn_cast<SelectInst>(V))
+    return integerMayBePointer(S->getTrueValue(), Depth + 1) ||
+           integerMayBePointer(S->getFalseValue(), Depth + 1);
+  return false;
+}
+
 // A stored non-pointer value that may hold pointer bits: a value of at least 8 bytes that
 // was loaded from memory (an integer or vector copy of data whose type the optimiser
-// dropped), or a vector built from such values.
+// dropped), or a vector built from such values, or a pointer-sized integer that may be a
+// pointer passed as an integer (integerMayBePointer).
 bool mayCarryPointer(Value *V, const DataLayout &DL) {
   Type *T = V->getType();
   if (T->isPointerTy() || !(T->isIntegerTy() || T->isVectorTy()) ||
@@ -188,6 +214,8 @@ bool mayCarryPointer(Value *V, const DataLayout &DL) {
     return true;
   if (auto *BC = dyn_cast<BitCastInst>(V))
     return isa<LoadInst>(BC->getOperand(0));
+  if (T->isIntegerTy(DL.getPointerSizeInBits()))
+    return integerMayBePointer(V);
   return false;
 }
 

@@ -138,8 +138,8 @@ vas_case vas_calls 2 4       # libc and count(): safe; getpid and the indirect c
 vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from there on
 
 # Moves: every kind of pointer patched; moves refused while a derived address is held;
-# moves while four threads run.
-for t in move_basic move_derived move_threads; do
+# moves while four threads run; pointers stored as integers.
+for t in move_basic move_derived move_threads move_int; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done
