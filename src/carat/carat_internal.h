@@ -29,8 +29,20 @@ struct carat_thread {
     struct carat_thread *next, *prev;
 };
 
+/* Stack objects whose address escapes are kept per thread, not in the shared table: they
+ * never move, and a function called at every position of a text (oniguruma's match_at
+ * registers eleven) would otherwise insert and remove table nodes under the runtime's
+ * lock at every call. The newest CARAT_STACK_OBJS are recorded; deeper ones only counted. */
+#define CARAT_STACK_OBJS 256
+struct carat_stack_obj {
+    uintptr_t base, size;
+    const char *site;
+};
+
 struct carat_tls {
     volatile sig_atomic_t in_runtime;     /* depth: a park request waits until it is 0 */
+    uint32_t stack_depth;                 /* live stack objects of this thread */
+    struct carat_stack_obj stack_objs[CARAT_STACK_OBJS];
     volatile sig_atomic_t park_pending;   /* one came while in_runtime */
     struct carat_thread *thread;          /* NULL until the thread's first escape */
     uint32_t parked_epoch;                /* the last stop this thread arrived at */
@@ -38,7 +50,8 @@ struct carat_tls {
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 
 struct carat_counters {
-    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns, moves_refused;
+    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns, moves_refused,
+        stack_objects;
 };
 
 struct carat_runtime {

@@ -183,12 +183,40 @@ EXO_API void exo_carat_hook_global(void *p, uint64_t size, const char *name)
 
 EXO_API void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site)
 {
-    track(p, size, EXO_CARAT_STACK, site);
+    struct carat_tls *t = &exo_carat_tls;
+    uint32_t d = t->stack_depth;
+    if (d < CARAT_STACK_OBJS)
+        t->stack_objs[d] = (struct carat_stack_obj){ (uintptr_t)p, size ? size : 1, site };
+    t->stack_depth = d + 1;
+    atomic_fetch_add_explicit(&exo_carat.count.stack_objects, 1, memory_order_relaxed);
 }
 
+/* Objects of one frame are freed at its return, in any order among themselves: look for p
+ * among the newest and move it out of the way (a frame's objects are the top few). */
 EXO_API void exo_carat_hook_stack_free(void *p)
 {
-    untrack(p);
+    struct carat_tls *t = &exo_carat_tls;
+    if (!t->stack_depth)
+        return;
+    uint32_t top = t->stack_depth - 1;
+    if (top < CARAT_STACK_OBJS)
+        for (uint32_t i = top + 1; i-- > 0 && top - i < 16;)
+            if (t->stack_objs[i].base == (uintptr_t)p) {
+                t->stack_objs[i] = t->stack_objs[top];
+                break;
+            }
+    t->stack_depth = top;
+}
+
+/* The calling thread's live stack object holding addr, or NULL. */
+static const struct carat_stack_obj *own_stack_obj(uintptr_t addr)
+{
+    struct carat_tls *t = &exo_carat_tls;
+    uint32_t n = t->stack_depth < CARAT_STACK_OBJS ? t->stack_depth : CARAT_STACK_OBJS;
+    for (uint32_t i = n; i-- > 0;)
+        if (addr - t->stack_objs[i].base < t->stack_objs[i].size)
+            return &t->stack_objs[i];
+    return NULL;
 }
 
 EXO_API void exo_carat_hook_escape(void *slot, const void *value)
@@ -239,7 +267,15 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
     }
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
-    if (!a)
+    const struct carat_stack_obj *so = a ? NULL : own_stack_obj((uintptr_t)addr);
+    if (so && info) {
+        info->base = so->base;
+        info->size = so->size;
+        info->kind = EXO_CARAT_STACK;
+        info->escapes = 0;   /* not kept for stack objects: they never move */
+        info->site = so->site;
+    }
+    if (!a && !so)
         return exo_fail(EXO_ENOENT, "%p is in no tracked allocation", addr);
     return 0;
 }
@@ -272,6 +308,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->guard_slow = atomic_load(&exo_carat.count.guard_slow);
     st->moves = atomic_load(&exo_carat.count.moves);
     st->moves_refused = atomic_load(&exo_carat.count.moves_refused);
+    st->stack_objects_total = atomic_load(&exo_carat.count.stack_objects);
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
 }
 

@@ -35,6 +35,9 @@ int main(void)
     use_stack_slot(&on_stack);   /* its address escapes: a tracked stack object */
 
     struct exo_carat_alloc_info info;
+    /* The escaping stack object is known to its own thread (kept per thread). */
+    CHECK(exo_carat_alloc_find(&on_stack, &info) == 0);
+    CHECK(info.kind == EXO_CARAT_STACK && info.base == (uintptr_t)&on_stack);
     CHECK(exo_carat_alloc_find(nodes[3], &info) == 0);
     CHECK(info.base == (uintptr_t)nodes[3] && info.size == sizeof(struct node));
     CHECK(info.kind == EXO_CARAT_HEAP);
