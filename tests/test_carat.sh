@@ -137,9 +137,10 @@ vas_case vas_return 1 7      # make, make_in, make_global: their pointers' VASes
 vas_case vas_calls 2 4       # libc and count(): safe; getpid and the indirect call: checked
 vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from there on
 
-# Moves: every kind of pointer patched; moves refused while a derived address is held;
-# moves while four threads run; pointers stored as integers.
-for t in move_basic move_derived move_threads move_int; do
+# Moves: every kind of pointer patched (and a word that only looks like one left alone);
+# moves refused while a derived address is held; moves while four threads run; pointers
+# stored as integers.
+for t in move_basic move_derived move_partial move_threads move_int; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

@@ -204,34 +204,36 @@ static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
     return (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
 }
 
-static void set_put(struct escape_set *s, uintptr_t slot)
+static void set_put(struct escape_set *s, uintptr_t slot, uintptr_t value)
 {
     uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i] && s->slots[i] != slot)
+    while (s->slots[i].slot && s->slots[i].slot != slot)
         i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i]) {
-        s->slots[i] = slot;
+    if (!s->slots[i].slot) {
+        s->slots[i].slot = slot;
         s->count++;
     }
+    s->slots[i].value = value;
 }
 
-int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot)
+int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
+                             uintptr_t value)
 {
     if ((uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3) {   /* keep load under 3/4 */
         uint32_t cap = s->cap ? s->cap * 2 : 4;
-        struct escape_set bigger = { exo_carat_mem_alloc(cap * sizeof(uintptr_t)), cap, 0 };
+        struct escape_set bigger = { exo_carat_mem_alloc(cap * sizeof *s->slots), cap, 0 };
         if (!bigger.slots)
             return -EXO_ENOMEM;
         for (uint32_t i = 0; i < s->cap; i++)
-            if (s->slots[i])
-                set_put(&bigger, s->slots[i]);
-        t->bytes += (uint64_t)(cap - s->cap) * sizeof(uintptr_t);
+            if (s->slots[i].slot)
+                set_put(&bigger, s->slots[i].slot, s->slots[i].value);
+        t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
         if (t->bytes > t->peak_bytes)
             t->peak_bytes = t->bytes;
-        exo_carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
+        exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }
-    set_put(s, slot);
+    set_put(s, slot, value);
     return 0;
 }
 
@@ -240,25 +242,25 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
     if (!s->cap)
         return;
     uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i] && s->slots[i] != slot)
+    while (s->slots[i].slot && s->slots[i].slot != slot)
         i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i])
+    if (!s->slots[i].slot)
         return;
-    s->slots[i] = 0;
+    s->slots[i].slot = 0;
     s->count--;
     /* Re-place the rest of the probe run so lookups never stop at the new hole. */
-    for (uint32_t j = (i + 1) & (s->cap - 1); s->slots[j]; j = (j + 1) & (s->cap - 1)) {
-        uintptr_t v = s->slots[j];
-        s->slots[j] = 0;
+    for (uint32_t j = (i + 1) & (s->cap - 1); s->slots[j].slot; j = (j + 1) & (s->cap - 1)) {
+        struct escape_slot e = s->slots[j];
+        s->slots[j].slot = 0;
         s->count--;
-        set_put(s, v);
+        set_put(s, e.slot, e.value);
     }
 }
 
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
 {
-    t->bytes -= (uint64_t)s->cap * sizeof(uintptr_t);
-    exo_carat_mem_free(s->slots, s->cap * sizeof(uintptr_t));
+    t->bytes -= (uint64_t)s->cap * sizeof *s->slots;
+    exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
     memset(s, 0, sizeof *s);
 }
 

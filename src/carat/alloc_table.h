@@ -8,9 +8,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A set of slot addresses (open addressing, 0 = empty). */
+/* A slot known to hold a pointer into the allocation, and the pointer it was last told to
+ * hold (by an escape hook, a copy, or a move). */
+struct escape_slot {
+    uintptr_t slot, value;
+};
+
+/* A set of slots (open addressing on the slot address, slot 0 = empty). */
 struct escape_set {
-    uintptr_t *slots;
+    struct escape_slot *slots;
     uint32_t cap;        /* power of two, or 0 */
     uint32_t count;
 };
@@ -66,7 +72,9 @@ void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *
 void exo_carat_alloc_table_clear(struct alloc_table *t);
 
 /* Escape sets. */
-int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot);
+/* Add slot, or give it its new value if it is there. */
+int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
+                             uintptr_t value);
 void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
 

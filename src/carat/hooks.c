@@ -80,7 +80,7 @@ void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
         if (a && value != a->base + a->size)
             a = NULL;
     }
-    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot) == 0)
+    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 

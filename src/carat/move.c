@@ -5,7 +5,9 @@
  *
  * Pointers are patched only where they can be read safely: a logged escape slot is read only
  * if it lies in a writable mapping (the slot may belong to memory freed since), and only
- * rewritten if it still points into the allocation. Stacks are scanned conservatively: a
+ * rewritten if it still holds the very pointer the runtime last heard it was given (the
+ * escape set keeps it with the slot): a word that merely points into the allocation may be
+ * data written over part of an old pointer. Stacks are scanned conservatively: a
  * word that happens to equal an address inside the allocation is changed too (as in
  * conservative garbage collectors; docs/carat.md).
  *
@@ -168,13 +170,31 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
     }
 }
 
+/* Does the slot still hold the pointer it was last known to hold? Lying in the block is not
+ * enough: a slot may have been overwritten since by data that kept most of its bits, a
+ * narrower store over part of it (a union's tag byte over the low byte of a pointer member,
+ * as in Lua's UpVal, whose closed value's type tag overlays the open list's back pointer),
+ * or a stale slot in freed memory that a new object reuses with a field of its own. Every
+ * pointer store and copy the plugin instruments tells the runtime the exact value. */
+CARAT_NO_ASAN static bool holds(uintptr_t slot, uintptr_t value)
+{
+    uintptr_t v;
+    memcpy(&v, (const void *)slot, sizeof v);
+    return v == value;
+}
+
 CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
 {
     struct escape_set *s = &a->escapes;
     for (uint32_t i = 0; i < s->cap; i++) {
-        uintptr_t slot = s->slots[i];
-        if (slot && slot_usable(slot))
-            patch_word(p, (uintptr_t *)slot);
+        struct escape_slot *e = &s->slots[i];
+        if (!e->slot || e->value - p->base > p->size)   /* one past the end too */
+            continue;
+        if (slot_usable(e->slot) && holds(e->slot, e->value))
+            patch_word(p, (uintptr_t *)e->slot);
+        /* Known to hold it or not, the slot's expected value follows the block: a copy
+         * whose hook ran before this move writes the patched source into it after. */
+        e->value += (uintptr_t)p->delta;
     }
 }
 
@@ -255,7 +275,8 @@ CARAT_NO_ASAN static void patch_logged(struct patch *p)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
         for (uint32_t i = 0; i < t->n; i++)
-            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot))
+            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot) &&
+                holds(t->log[i].slot, t->log[i].value))
                 patch_word(p, (uintptr_t *)t->log[i].slot);
 }
 
@@ -278,16 +299,17 @@ static void rebase_logs(const struct patch *p)
 static void rekey_inner_slots(struct alloc *a, struct patch *p)
 {
     struct escape_set *s = &a->escapes;
-    uintptr_t moved[64];
+    struct escape_slot moved[64];
     int nmoved;
     do {
         nmoved = 0;
         for (uint32_t i = 0; i < s->cap && nmoved < 64; i++)
-            if (s->slots[i] && s->slots[i] - p->base < p->size)
+            if (s->slots[i].slot && s->slots[i].slot - p->base < p->size)
                 moved[nmoved++] = s->slots[i];
         for (int i = 0; i < nmoved; i++) {
-            exo_carat_escape_set_remove(s, moved[i]);
-            exo_carat_escape_set_add(&exo_carat.table, s, moved[i] + (uintptr_t)p->delta);
+            exo_carat_escape_set_remove(s, moved[i].slot);
+            exo_carat_escape_set_add(&exo_carat.table, s, moved[i].slot + (uintptr_t)p->delta,
+                                     moved[i].value);
         }
     } while (nmoved == 64);
 }
