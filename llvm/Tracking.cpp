@@ -67,9 +67,19 @@ bool isCopyCall(const CallBase &CB) {
          N == "__memmove_chk" || N == "__asan_memcpy" || N == "__asan_memmove";
 }
 
+// A call that rearranges memory in place (base, count, size) in uninstrumented code: qsort
+// moves pointers between slots, so each slot holds a pointer the runtime never heard of.
+bool isRearrangeCall(const CallBase &CB) {
+  const Function *F = CB.getCalledFunction();
+  if (!F || CB.arg_size() < 3 || !CB.getArgOperand(0)->getType()->isPointerTy())
+    return false;
+  StringRef N = F->getName();
+  return N == "qsort" || N == "qsort_r";
+}
+
 struct Runtime {
   FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackFree, Escape,
-      Copy;
+      Copy, Rearranged;
   Runtime(Module &M) {
     LLVMContext &C = M.getContext();
     Type *V = Type::getVoidTy(C), *P = PointerType::getUnqual(C), *I64 = Type::getInt64Ty(C);
@@ -82,6 +92,7 @@ struct Runtime {
     StackFree = M.getOrInsertFunction("exo_carat_hook_stack_free", V, P);
     Escape = M.getOrInsertFunction("exo_carat_hook_escape", V, P, P);
     Copy = M.getOrInsertFunction("exo_carat_hook_copy", V, P, P, I64);
+    Rearranged = M.getOrInsertFunction("exo_carat_hook_rearranged", V, P, I64);
   }
 };
 
@@ -233,7 +244,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   SmallVector<std::pair<CallBase *, const KnownFn *>, 16> Calls;
   SmallVector<StoreInst *, 32> Stores;
   SmallVector<MemTransferInst *, 8> Copies;
-  SmallVector<CallBase *, 8> CopyCalls;
+  SmallVector<CallBase *, 8> CopyCalls, RearrangeCalls;
   SmallVector<ReturnInst *, 4> Returns;
   for (BasicBlock &BB : F)
     for (Instruction &I : BB) {
@@ -248,6 +259,8 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
           Calls.push_back({CB, K});
         else if (isCopyCall(*CB))
           CopyCalls.push_back(CB);
+        else if (isRearrangeCall(*CB))
+          RearrangeCalls.push_back(CB);
       } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
         Stores.push_back(SI);
       } else if (auto *RI = dyn_cast<ReturnInst>(&I)) {
@@ -310,6 +323,19 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         }
         C.Copies++;
       }
+    }
+    // qsort: no move while it runs (the bracket realloc uses), and its slots told again after.
+    for (CallBase *CB : RearrangeCalls) {
+      Instruction *After = afterCall(*CB);
+      if (!After)
+        continue;
+      IRBuilder<>(CB).CreateCall(R.ReallocBegin, {});
+      IRBuilder<> B(After);
+      Type *I64 = B.getInt64Ty();
+      Value *Len = B.CreateMul(B.CreateZExtOrTrunc(CB->getArgOperand(1), I64),
+                               B.CreateZExtOrTrunc(CB->getArgOperand(2), I64));
+      B.CreateCall(R.Rearranged, {CB->getArgOperand(0), Len});
+      C.Copies++;
     }
     for (CallBase *CB : CopyCalls) {
       IRBuilder<> B(CB);

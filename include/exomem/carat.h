@@ -154,6 +154,9 @@ void exo_carat_hook_escape(void *slot, const void *value);
 /* len bytes are about to be copied from src to dst (memcpy, memmove): the pointers among
  * them escape to dst. */
 void exo_carat_hook_copy(void *dst, const void *src, uint64_t len);
+/* qsort rearranged the len bytes at base (bracketed by exo_carat_hook_realloc_begin before
+ * it: no move came in between): the pointers there escape with their new values. */
+void exo_carat_hook_rearranged(void *base, uint64_t len);
 
 /* The guard's slow path, called by inline guards when [addr, addr + len) is outside the
  * one-region fast path; returns if the access is allowed, else reports and raises SIGSEGV. */

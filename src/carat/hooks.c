@@ -249,6 +249,17 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
     carat_leave();
 }
 
+EXO_API void exo_carat_hook_rearranged(void *base, uint64_t len)
+{
+    if (base && len >= sizeof(void *)) {
+        pthread_mutex_lock(&exo_carat.lock);
+        exo_carat_flush_own();
+        exo_carat_scan_copy((uintptr_t)base, (uintptr_t)base, len);
+        pthread_mutex_unlock(&exo_carat.lock);
+    }
+    carat_leave();   /* the bracket exo_carat_hook_realloc_begin opened before the call */
+}
+
 /* ---- queries ---- */
 
 EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
