@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -79,6 +80,8 @@ class Evaluation:
         self.exomem_cc = os.path.join(self.build, "exomem-cc")
         self.clang = args.clang
         self.start = time.monotonic()
+        self.program_deadline = self.start + args.budget
+        self.programs_left = 1
         self.runner = os.path.join(self.src, "bench", "carat", "program.sh")
         self.tool_key = "|".join(file_key(p) for p in (
             self.exomem_cc, os.path.join(self.build, "llvm", "libexomem-carat.so"),
@@ -107,20 +110,40 @@ class Evaluation:
         env.update(extra or {})
         return env
 
+    def program_left(self):
+        return self.program_deadline - time.monotonic()
+
     def step(self, recipe, action, tree, env, logname):
-        """Run program.sh; returns (ok, seconds, rusage maxrss KiB)."""
+        """Run program.sh within the program's share of the budget; returns (ok, seconds,
+        timed_out). A step that runs out of time is stopped with its whole process group."""
         t0 = time.monotonic()
+        # Builds may use the whole section's time (they are cached for the next run); suites
+        # and workloads the program's share.
+        limit = max(30.0, self.left() if action == "build" else self.program_left())
         with open(os.path.join(tree, "..", logname), "w") as out:
             try:
                 proc = subprocess.Popen([self.runner, recipe, action, tree], stdout=out,
                                         stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
-                _, status, ru = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
             except OSError as e:
                 out.write("cannot run: %s\n" % e)
-                return False, 0.0, 0
-        return proc.returncode == 0, time.monotonic() - t0, ru.ru_maxrss
+                return False, 0.0, False
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                for sig in (signal.SIGTERM, signal.SIGKILL):
+                    try:
+                        os.killpg(proc.pid, sig)
+                    except ProcessLookupError:
+                        pass
+                    try:
+                        proc.wait(timeout=10)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+                out.write("\nstopped after %.0f s: the program's share of the budget\n" % limit)
+                return False, time.monotonic() - t0, True
+        return proc.returncode == 0, time.monotonic() - t0, False
 
     def fetch(self, pkg):
         script = os.path.join(self.src, "bench", "carat", "fetch_source.sh")
@@ -151,9 +174,10 @@ class Evaluation:
         shutil.copytree(pristine, tree, symlinks=True)
         env = self.env_for(mode, {"EXOMEM_CARAT_STATS": stats} if MODES[mode][0] == "exomem-cc" else None)
         log("%s: building %s" % (name, mode))
-        ok, secs, _ = self.step(recipe, "build", tree, env, mode + ".build.log")
+        ok, secs, late = self.step(recipe, "build", tree, env, mode + ".build.log")
         if not ok:
-            raise RuntimeError("%s did not build in mode %s (log: %s.build.log)" % (name, mode, tree))
+            raise RuntimeError("%s did not build in mode %s%s (log: %s.build.log)"
+                               % (name, mode, " in its share of the time" if late else "", tree))
         with open(stamp, "w") as f:
             f.write(key + "\n")
         return tree, secs, read_jsonl(stats)
@@ -166,9 +190,12 @@ class Evaluation:
         if rate:
             extra["EXOMEM_CARAT_MOVES"] = str(rate)
         log("%s: suite, %s%s" % (name, mode, ", %d moves/s" % rate if rate else ""))
-        ok, secs, _ = self.step(recipe, "suite", tree, self.env_for(mode, extra),
-                                "%s%s.suite.log" % (mode, "-moves%d" % rate if rate else ""))
+        ok, secs, late = self.step(recipe, "suite", tree, self.env_for(mode, extra),
+                                   "%s%s.suite.log" % (mode, "-moves%d" % rate if rate else ""))
         params = {"program": name, "mode": mode, "moves_per_s": rate or 0}
+        if late:
+            skip(params, "the suite did not finish in the program's share of the time budget")
+            return False
         emit("carat_suite_pass", "bool", 1 if ok else 0, params)
         emit("carat_suite_time", "s", round(secs, 3), params)
         lines = read_jsonl(report)
@@ -207,18 +234,24 @@ class Evaluation:
                 emit("carat_build_time", "s", round(secs, 2), {"program": name, "mode": mode})
             if mode in ("guards-noopt", "guards"):
                 emit_guard_counts(name, mode, stats)
+        # The program's share of the time: an equal part of what the builds left for each
+        # program still to run (builds, cached for the next run, may take more).
+        self.program_deadline = time.monotonic() + self.left() / self.programs_left
         for mode in trees:
-            if self.left() < 60:
-                skip({"program": name, "mode": mode}, "the section's time budget ran out")
+            if self.program_left() < 20:
+                skip({"program": name, "mode": mode}, "the program's share of the time budget ran out")
                 continue
             self.suite(name, recipe, trees[mode], mode)
+        # Workloads before the suites under moves: the overheads need every mode, and the
+        # suites under moves are what a short budget can best cut.
+        self.time_workloads(name, recipe, trees)
         if "carat" in trees:
             for rate in self.rates:
-                if self.left() < 60:
-                    skip({"program": name, "moves_per_s": rate}, "the section's time budget ran out")
+                if self.program_left() < 20:
+                    skip({"program": name, "moves_per_s": rate},
+                         "the program's share of the time budget ran out")
                     continue
                 self.suite(name, recipe, trees["carat"], "carat", rate)
-        self.time_workloads(name, recipe, trees)
 
     def time_workloads(self, name, recipe, trees):
         # Modes interleaved round by round, so that a slow spell of this shared machine
@@ -229,8 +262,9 @@ class Evaluation:
             log("%s: workloads, round %d of %d (%d runs)" % (name, rep + 1, self.args.repeats,
                                                              len(runs)))
             for mode, rate in runs:
-                if self.left() < 30:
-                    skip({"program": name}, "the section's time budget ran out in the workloads")
+                if self.program_left() < 10:
+                    skip({"program": name, "round": rep + 1},
+                         "the program's share of the time budget ran out in the workloads")
                     return
                 report = None
                 if rep == 0 and MODES[mode][0] == "exomem-cc":
@@ -296,6 +330,7 @@ class Evaluation:
         rc = 0
         for i, recipe in enumerate(chosen):
             name = os.path.basename(recipe)[:-3]
+            self.programs_left = len(chosen) - i
             log("[%d/%d] %s (%.0f s of the %d s budget left)" % (i + 1, len(chosen), name,
                                                                   self.left(), self.args.budget))
             try:
