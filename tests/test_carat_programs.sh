@@ -23,7 +23,15 @@ export CC=$cc CFLAGS="-O2 -g" LDFLAGS="" JOBS=2 EXOMEM_CARAT_PARTS=track,escapes
 
 # program:rate — the move rate each suite runs under (bzip2's decompression is known to fail
 # when moves come back to back at 10,000 a second: docs/carat.md).
-for pair in bzip2:100 xz-utils:100; do
+pairs="bzip2:100 xz-utils:100"
+# In the sanitizer build exomem-cc compiles programs with UndefinedBehaviorSanitizer too,
+# and xz 5.4.1's own code trips it (a zero offset added to a null pointer in liblzma) and
+# leaks in its tests: there the library is what is checked, on bzip2 alone.
+if grep -q -- "-fsanitize" "$cc"; then
+    pairs="bzip2:100"
+    echo "sanitizer build: bzip2 only"
+fi
+for pair in $pairs; do
     prog=${pair%:*}
     rate=${pair#*:}
     recipe=$src/bench/carat/programs/$prog.sh
