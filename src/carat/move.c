@@ -336,8 +336,18 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
     find_libc();
+    /* The program may use the whole block malloc gave it, not only the size it asked for:
+     * malloc_usable_size says how much, and programs rely on it (SQLite sizes its string
+     * and value buffers by it, and keeps a block whose rounded new size still fits instead
+     * of calling realloc). The copy covers, and keeps, every usable byte: span. Asked for
+     * with that size, the new block has the same usable size in glibc (its chunk sizes are
+     * the usable size plus 8, in 16-byte steps), which programs that count the usable
+     * sizes of their blocks (SQLite's memory statistics) need too. */
+    uintptr_t span = malloc_usable_size((void *)base);
+    if (span < size)
+        span = size;
     void *dest = NULL;
-    if (posix_memalign(&dest, align, size))
+    if (posix_memalign(&dest, align, span))
         dest = NULL;
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
@@ -362,8 +372,8 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     }
     maps_loaded = false;   /* read again if this move needs them */
     /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it. */
-    struct patch p = { base, size, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + malloc_usable_size((void *)base), false, true, 0, 0 };
+    struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
+                       base + span, false, true, 0, 0 };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
@@ -389,10 +399,10 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
     uint64_t t4 = exo_os_now_ns();
-    memcpy(dest, (void *)base, size);
+    memcpy(dest, (void *)base, span);
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
-    exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, size);
+    exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, span);
     rebase_logs(&p);
     exo_carat_flush_all();   /* the stopped threads' logs, now in the new coordinates */
     uint64_t t5 = exo_os_now_ns();

@@ -4,6 +4,7 @@
 #include "carat_check.h"
 
 #include <exomem/carat.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -78,6 +79,20 @@ int main(void)
     CHECK(global_text && strcmp(global_text, "moved text stays the same") == 0);
     free(global_text);
 
+    /* A program may use the whole block malloc gave it (SQLite sizes its buffers by
+     * malloc_usable_size): a move keeps every usable byte. */
+    unsigned char *odd = malloc(100);
+    CHECK(odd);
+    size_t usable = malloc_usable_size(odd);
+    CHECK(usable >= 100);
+    for (size_t i = 0; i < usable; i++)
+        odd[i] = (unsigned char)(i * 7 + 1);
+    CHECK(exo_carat_move(odd, &nb, NULL) == 0 && odd == nb);
+    CHECK(malloc_usable_size(odd) >= usable);
+    for (size_t i = 0; i < usable; i++)
+        CHECK(odd[i] == (unsigned char)(i * 7 + 1));
+    free(odd);
+
     /* Nothing to move: not an allocation, a stack object, a global. */
     long local = 0;
     CHECK(exo_carat_move((void *)&local, NULL, NULL) == -EXO_ENOENT);
@@ -90,7 +105,7 @@ int main(void)
     }
     struct exo_carat_stats st;
     exo_carat_get_stats(&st);
-    CHECK(st.moves == 2);
+    CHECK(st.moves == 3);
     printf("move_basic: ok (%lu pointers patched in the first move)\n",
            (unsigned long)cost.patched);
     return 0;
