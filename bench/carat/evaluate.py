@@ -403,11 +403,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="two programs, two move rates, one repeat")
     ap.add_argument("--programs", nargs="*", help="recipe names (default: all, or the quick pair)")
     ap.add_argument("--repeats", type=int, default=None)
-    ap.add_argument("--budget", type=int, default=2600, help="seconds for the whole run")
+    ap.add_argument("--budget", type=int, default=None,
+                    help="seconds for the whole run (default 2600, quick 1200)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     if args.repeats is None:
         args.repeats = 2 if args.quick else 3
+    if args.budget is None:
+        args.budget = 1200 if args.quick else 2600
     ev = Evaluation(args)
     ev.recipes = os.path.join(args.source, "bench", "carat", "programs")
     ev.rates = QUICK_RATES if args.quick else FULL_RATES
