@@ -38,6 +38,11 @@ def pyplot():
     return plt
 
 
+def by_name(entries, name):
+    """The entries of one measurement name."""
+    return [e for e in entries if e["name"] == name]
+
+
 def distinct_param(entries, key):
     """The values of params[key] across entries, in order of first appearance."""
     seen = []

@@ -3,7 +3,7 @@ multi-region guards (Figure 4) and the cost of moving a live allocation (Table 3
 import os
 
 import report
-from report import esc, fmt_bytes, fmt_num, table
+from report import by_name, esc, fmt_bytes, fmt_num, table
 
 KEY = "carat"
 TITLE = "CARAT: guards and moves of live memory (Figure 4, Table 3)"
@@ -25,10 +25,6 @@ INTRO = (
     "6, 7, 9, Table 2, AddressSanitizer as the peer) is the next section. The paper moves "
     "pages on physical memory; we move whole allocations between heap blocks under the "
     "kernel's paging, so there is no 'page expand' step.")
-
-
-def by_name(entries, name):
-    return [e for e in entries if e["name"] == name]
 
 
 def guard_rows(entries):

@@ -5,7 +5,7 @@ import math
 import os
 
 import report
-from report import esc, fmt_bytes, fmt_num, table
+from report import by_name, esc, fmt_bytes, fmt_num, table
 
 KEY = "carat_programs"
 TITLE = "CARAT on real programs: guards, tracking and moves (Table 1, Figures 3, 5-7, 9, Table 2)"
@@ -40,10 +40,6 @@ INTRO = (
     "second) and two repeats; the programs it leaves out are listed below. Not measured: "
     "the paper's physical-page moves (we move whole heap allocations under the kernel's "
     "paging) and MPX-assisted guards (no MPX on this CPU).")
-
-
-def by_name(entries, name):
-    return [e for e in entries if e["name"] == name]
 
 
 def programs(entries):
