@@ -26,10 +26,12 @@ export CC=$cc CFLAGS="-O2 -g" LDFLAGS="" JOBS=2 EXOMEM_CARAT_PARTS=track,escapes
 pairs="bzip2:100 xz-utils:100"
 # In the sanitizer build exomem-cc compiles programs with UndefinedBehaviorSanitizer too,
 # and xz 5.4.1's own code trips it (a zero offset added to a null pointer in liblzma) and
-# leaks in its tests: there the library is what is checked, on bzip2 alone.
+# leaks in its tests; and programs get AddressSanitizer's malloc, whose blocks are not laid
+# out as glibc's, which moves assume (docs/carat.md). There the library is what is
+# checked: bzip2's suite with tracking and guards, without moves.
 if grep -q -- "-fsanitize" "$cc"; then
-    pairs="bzip2:100"
-    echo "sanitizer build: bzip2 only"
+    pairs="bzip2:0"
+    echo "sanitizer build: bzip2 without moves only"
 fi
 for pair in $pairs; do
     prog=${pair%:*}
@@ -51,6 +53,7 @@ for pair in $pairs; do
     fi
     "$src/bench/carat/program.sh" "$recipe" suite "$dir/$prog" >"$dir/$prog.suite" 2>&1 ||
         bad "$prog's suite failed without moves: $(tail -5 "$dir/$prog.suite")"
+    [ "$rate" = 0 ] && { echo "$prog: suite passes"; continue; }
     EXOMEM_CARAT_MOVES=$rate EXOMEM_CARAT_REPORT=$dir/$prog.report \
         "$src/bench/carat/program.sh" "$recipe" suite "$dir/$prog" >"$dir/$prog.moves" 2>&1 ||
         bad "$prog's suite failed under $rate moves a second: $(tail -5 "$dir/$prog.moves")"
