@@ -213,10 +213,10 @@ class Evaluation:
         if rate:
             extra["EXOMEM_CARAT_MOVES"] = str(rate)
         before = vmstat()
-        ok, secs, _ = self.step(recipe, "workload", tree, self.env_for(mode, extra),
-                                "%s.workload.log" % mode)
+        ok, secs, late = self.step(recipe, "workload", tree, self.env_for(mode, extra),
+                                   "%s.workload.log" % mode)
         after = vmstat()
-        return ok, secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
+        return (ok or ("late" if late else False)), secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
 
     def program(self, recipe):
         name = os.path.basename(recipe)[:-3]
@@ -276,6 +276,10 @@ class Evaluation:
                 params = {"program": name, "mode": mode}
                 if rate:
                     params["moves_per_s"] = rate
+                if ok == "late":
+                    skip(params, "the workload did not finish in the program's share of the "
+                         "time budget (%.0f s)" % secs)
+                    continue
                 if not ok:
                     skip(params, "the workload failed (log: %s/../%s.workload.log)"
                          % (trees[mode], mode))
