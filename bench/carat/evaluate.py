@@ -258,14 +258,18 @@ class Evaluation:
         # falls on all of them.
         runs = [(m, None) for m in trees] + [("carat", r) for r in self.rates if "carat" in trees]
         reports = {}
+        out_of_time = False
         for rep in range(self.args.repeats):
+            if out_of_time:
+                break
             log("%s: workloads, round %d of %d (%d runs)" % (name, rep + 1, self.args.repeats,
                                                              len(runs)))
             for mode, rate in runs:
                 if self.program_left() < 10:
                     skip({"program": name, "round": rep + 1},
                          "the program's share of the time budget ran out in the workloads")
-                    return
+                    out_of_time = True
+                    break
                 report = None
                 if rep == 0 and MODES[mode][0] == "exomem-cc":
                     report = trees[mode] + ".work%s.jsonl" % (rate or "")
