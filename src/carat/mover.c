@@ -22,6 +22,7 @@ static struct {
     void *new_base;
     struct exo_carat_move_cost cost;
     int rc;
+    char msg[256];                /* the failed move's message, for the caller's thread */
     uint64_t serial;
 } mv = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
          .done = PTHREAD_COND_INITIALIZER };
@@ -62,6 +63,8 @@ static void *mover_main(void *arg)
             int rc = exo_carat_move_now(addr, &nb, &c);
             pthread_mutex_lock(&mv.lock);
             mv.rc = rc;
+            if (rc)   /* the message is this thread's: the caller's thread gets a copy */
+                snprintf(mv.msg, sizeof mv.msg, "%s", exomem_last_error());
             mv.new_base = nb;
             mv.cost = c;
             mv.finished = true;
@@ -114,8 +117,12 @@ EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_m
         if (!rc && cost)
             *cost = mv.cost;
     }
+    char msg[sizeof mv.msg];
+    snprintf(msg, sizeof msg, "%s", rc ? mv.msg : "");
     pthread_mutex_unlock(&mv.lock);
     pthread_mutex_unlock(&one_move);
+    if (rc && msg[0])
+        return exo_fail(-rc, "%s", msg);
     if (rc)
         errno = exomem_errno(-rc);
     return rc;
