@@ -327,8 +327,6 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
     // qsort: no move while it runs (the bracket realloc uses), and its slots told again after.
     for (CallBase *CB : RearrangeCalls) {
       Instruction *After = afterCall(*CB);
-      if (!After)
-        continue;
       IRBuilder<>(CB).CreateCall(R.ReallocBegin, {});
       IRBuilder<> B(After);
       Type *I64 = B.getInt64Ty();

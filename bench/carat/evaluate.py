@@ -216,7 +216,7 @@ class Evaluation:
         ok, secs, late = self.step(recipe, "workload", tree, self.env_for(mode, extra),
                                    "%s.workload.log" % mode)
         after = vmstat()
-        return (ok or ("late" if late else False)), secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
+        return ok, late, secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
 
     def program(self, recipe):
         name = os.path.basename(recipe)[:-3]
@@ -276,11 +276,11 @@ class Evaluation:
                     if os.path.exists(report):
                         os.remove(report)
                     reports[(mode, rate)] = report
-                ok, secs, vm = self.workload(name, recipe, trees[mode], mode, rate, report)
+                ok, late, secs, vm = self.workload(name, recipe, trees[mode], mode, rate, report)
                 params = {"program": name, "mode": mode}
                 if rate:
                     params["moves_per_s"] = rate
-                if ok == "late":
+                if late:
                     skip(params, "the workload did not finish in the program's share of the "
                          "time budget (%.0f s)" % secs)
                     continue

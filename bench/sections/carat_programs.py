@@ -71,13 +71,18 @@ def pct(r):
     return "-" if r is None else "%+.1f%%" % ((r - 1) * 100)
 
 
+def suite_rates(entries):
+    """The move rates the suites ran under (0, no moves, left out)."""
+    return sorted({e["params"].get("moves_per_s", 0)
+                   for e in by_name(entries, "carat_suite_pass")} - {0})
+
+
 def suite_rows(entries):
+    runs = [(m, 0) for m in MODES] + [("carat", r) for r in suite_rates(entries)]
     rows = []
     for p in programs(entries):
         cells = [esc(p)]
-        for mode, rate in [(m, 0) for m in MODES] + [("carat", r) for r in
-                                                     sorted({e["params"].get("moves_per_s", 0)
-                                                             for e in by_name(entries, "carat_suite_pass")} - {0})]:
+        for mode, rate in runs:
             e = find(entries, "carat_suite_pass", program=p, mode=mode, moves_per_s=rate)
             t = find(entries, "carat_suite_time", program=p, mode=mode, moves_per_s=rate)
             if not e:
@@ -96,8 +101,7 @@ def suite_rows(entries):
 
 
 def suite_header(entries):
-    rates = sorted({e["params"].get("moves_per_s", 0) for e in by_name(entries, "carat_suite_pass")} - {0})
-    return ["program"] + MODES + ["carat, %s moves/s" % fmt_num(r) for r in rates]
+    return ["program"] + MODES + ["carat, %s moves/s" % fmt_num(r) for r in suite_rates(entries)]
 
 
 def overhead_rows(entries):
