@@ -100,6 +100,10 @@ static int ensure_thread(void)
 
 EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost)
 {
+    /* Zeroed now, not at the end: this frame is live while the move scans this thread's
+     * stack, and old addresses left in an unset buffer here would look like addresses
+     * derived from the block and refuse the move. */
+    char msg[sizeof mv.msg] = "";
     carat_ensure_init();
     pthread_mutex_lock(&one_move);
     pthread_mutex_lock(&mv.lock);
@@ -117,7 +121,6 @@ EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_m
         if (!rc && cost)
             *cost = mv.cost;
     }
-    char msg[sizeof mv.msg];
     snprintf(msg, sizeof msg, "%s", rc ? mv.msg : "");
     pthread_mutex_unlock(&mv.lock);
     pthread_mutex_unlock(&one_move);
