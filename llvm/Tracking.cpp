@@ -270,6 +270,9 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   if (Allocs) {
     for (auto &[CB, K] : Calls)
       trackCall(M, R, *CB, *K, C);
+    // A frame's objects are freed newest first, so that the runtime's per-thread stack of
+    // them finds each at its top (each free goes before the ones already placed).
+    std::vector<Instruction *> FirstFree(Returns.size(), nullptr);
     for (AllocaInst *AI : Allocas) {
       if (!EscapingAllocas.count(AI))
         continue;
@@ -278,9 +281,9 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         continue;
       IRBuilder<> B(AI->getNextNode());
       B.CreateCall(R.StackAlloc, {AI, B.getInt64(Size->getFixedValue()), siteString(M, *AI)});
-      for (ReturnInst *RI : Returns) {
-        IRBuilder<> BR(RI);
-        BR.CreateCall(R.StackFree, {AI});
+      for (size_t K = 0; K < Returns.size(); K++) {
+        IRBuilder<> BR(FirstFree[K] ? FirstFree[K] : Returns[K]);
+        FirstFree[K] = BR.CreateCall(R.StackFree, {AI});
       }
       C.StackObjects++;
     }

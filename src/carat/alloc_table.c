@@ -1,7 +1,9 @@
 /* The allocation table as a treap (a binary search tree on base addresses whose nodes also
  * keep heap order on random priorities, so it stays balanced on average without rebalancing
- * code), and the escape sets as open-addressing hash sets of slot addresses. Insertions,
- * removals and "which allocation contains this address" are O(log n) expected. */
+ * code), with a hash by base and a small cache of recent answers in front of it for "which
+ * allocation contains this address". Insertions and removals are O(log n) expected; a
+ * lookup is O(1) when the address is a block's start or was asked about lately. The escape
+ * sets are in escape_set.c. */
 #include "carat/alloc_table.h"
 #include "carat/carat_mem.h"
 #include "internal.h"
@@ -78,6 +80,90 @@ unsigned exo_carat_escape_bucket(uint64_t n)
     return b < EXO_CARAT_ESCAPE_BUCKETS ? b : EXO_CARAT_ESCAPE_BUCKETS - 1;
 }
 
+/* ---- the hash by base ---- */
+
+static uint32_t base_index(uintptr_t base, uint32_t cap)
+{
+    return (uint32_t)((base >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+}
+
+static void by_base_put(struct alloc_table *t, struct alloc *n)
+{
+    uint32_t i = base_index(n->base, t->by_base_cap);
+    while (t->by_base[i].node)
+        i = (i + 1) & (t->by_base_cap - 1);
+    t->by_base[i] = (struct base_entry){ n->base, n };
+}
+
+/* Room for one more node: the hash is kept at most half full. -EXO_ENOMEM. */
+static int by_base_reserve(struct alloc_table *t)
+{
+    if ((t->count + 1) * 2 <= t->by_base_cap)
+        return 0;
+    uint32_t old_cap = t->by_base_cap, cap = old_cap ? old_cap * 2 : 1024;
+    struct base_entry *old = t->by_base, *bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
+    if (!bigger)
+        return -EXO_ENOMEM;
+    t->by_base = bigger;
+    t->by_base_cap = cap;
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i].node)
+            by_base_put(t, old[i].node);
+    exo_carat_mem_free(old, old_cap * sizeof *old);
+    t->bytes += (uint64_t)(cap - old_cap) * sizeof *bigger;
+    return 0;
+}
+
+static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
+{
+    if (!t->by_base_cap)
+        return NULL;
+    for (uint32_t i = base_index(base, t->by_base_cap); t->by_base[i].node;
+         i = (i + 1) & (t->by_base_cap - 1))
+        if (t->by_base[i].base == base)
+            return t->by_base[i].node;
+    return NULL;
+}
+
+/* Take n out, shifting later members of its probe run back so none is cut off from home. */
+static void by_base_remove(struct alloc_table *t, const struct alloc *n)
+{
+    uint32_t mask = t->by_base_cap - 1, i = base_index(n->base, t->by_base_cap);
+    while (t->by_base[i].node != n) {
+        if (!t->by_base[i].node)
+            return;   /* not there (cannot happen: every node is put in) */
+        i = (i + 1) & mask;
+    }
+    for (uint32_t j = (i + 1) & mask; t->by_base[j].node; j = (j + 1) & mask) {
+        uint32_t home = base_index(t->by_base[j].base, t->by_base_cap);
+        if (((j - home) & mask) >= ((j - i) & mask)) {   /* home at or before the hole */
+            t->by_base[i] = t->by_base[j];
+            i = j;
+        }
+    }
+    t->by_base[i] = (struct base_entry){ 0, NULL };
+}
+
+static unsigned cache_index(uintptr_t addr)
+{
+    return (unsigned)((addr >> 12) * 0x9e3779b97f4a7c15ull >> 54) & (ALLOC_TABLE_CACHE - 1);
+}
+
+/* Clear the cache entries naming n, before it is freed, resized or moved. An address of n
+ * can only be cached at the index of its page. */
+static void forget_cached(struct alloc_table *t, const struct alloc *n)
+{
+    if (n->size / 4096 + 2 >= ALLOC_TABLE_CACHE) {
+        for (unsigned i = 0; i < ALLOC_TABLE_CACHE; i++)
+            if (t->cache[i].node == n)
+                t->cache[i] = (struct cache_entry){ 0, 0, NULL };
+        return;
+    }
+    for (uintptr_t pg = n->base & ~(uintptr_t)4095; pg < n->base + n->size; pg += 4096)
+        if (t->cache[cache_index(pg)].node == n)
+            t->cache[cache_index(pg)] = (struct cache_entry){ 0, 0, NULL };
+}
+
 static void drop(struct alloc_table *t, struct alloc *n)
 {
     if (n == t->worst) {
@@ -88,15 +174,43 @@ static void drop(struct alloc_table *t, struct alloc *n)
     exo_carat_escape_set_free(t, &n->escapes);
     t->bytes -= sizeof *n;
     t->count--;
+    forget_cached(t, n);
+    by_base_remove(t, n);
     exo_carat_mem_free(n, sizeof *n);
+}
+
+/* ---- insert and remove ---- */
+
+/* Drop every allocation overlapping [base, end): stale, as the allocator gave that memory
+ * out again. One walk finds the last node starting at or below base and the first after. */
+static void drop_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t end)
+{
+    for (;;) {
+        struct alloc *n = t->root, *below = NULL, *above = NULL;
+        while (n) {
+            if (n->base <= base) {
+                below = n;
+                n = n->right;
+            } else {
+                above = n;
+                n = n->left;
+            }
+        }
+        if (below && base - below->base < below->size)
+            drop(t, remove_node(&t->root, below->base));
+        else if (above && above->base < end)
+            drop(t, remove_node(&t->root, above->base));
+        else
+            return;
+    }
 }
 
 int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                        const char *site)
 {
-    struct alloc *old = remove_node(&t->root, base);
-    if (old)
-        drop(t, old);
+    drop_overlapping(t, base, base + (size ? size : 1));
+    if (by_base_reserve(t))
+        return -EXO_ENOMEM;
     struct alloc *n = exo_carat_mem_alloc(sizeof *n);
     if (!n)
         return -EXO_ENOMEM;
@@ -111,16 +225,34 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
         n->align <<= 1;
     n->prio = next_prio();
     t->root = insert_node(t->root, n);
+    by_base_put(t, n);
     t->count++;
     if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
         t->worst = n;
     t->bytes += sizeof *n;
     if (t->bytes > t->peak_bytes)
         t->peak_bytes = t->bytes;
+    /* Read without the lock by the escape hook's filter (alloc_table.h): atomic stores. */
     if (t->count == 1 || base < t->lo)
-        t->lo = base;
+        __atomic_store_n(&t->lo, base, __ATOMIC_RELAXED);
     if (t->count == 1 || base + n->size > t->hi)
-        t->hi = base + n->size;
+        __atomic_store_n(&t->hi, base + n->size, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
+                                 const char *site)
+{
+    struct alloc *n = by_base_get(t, base);
+    if (!n)
+        return exo_carat_alloc_table_insert(t, base, size, kind, site);
+    size = size ? size : 1;
+    forget_cached(t, n);
+    if (size > n->size)   /* what it grew over was free: any allocation there is stale */
+        drop_overlapping(t, n->base + n->size, base + size);
+    n->size = size;
+    if (base + size > t->hi)
+        __atomic_store_n(&t->hi, base + size, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -133,10 +265,8 @@ bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
     return true;   /* lo/hi stay as they were: a filter may be loose, never too tight */
 }
 
-struct alloc *exo_carat_alloc_table_find(const struct alloc_table *t, uintptr_t addr)
+static struct alloc *find_in_tree(const struct alloc_table *t, uintptr_t addr)
 {
-    if (addr < t->lo || addr >= t->hi)
-        return NULL;
     struct alloc *n = t->root, *best = NULL;
     while (n) {                    /* the last allocation starting at or below addr */
         if (n->base <= addr) {
@@ -149,25 +279,41 @@ struct alloc *exo_carat_alloc_table_find(const struct alloc_table *t, uintptr_t 
     return best && addr - best->base < best->size ? best : NULL;
 }
 
+struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
+{
+    if (addr < t->lo || addr >= t->hi)
+        return NULL;
+    struct cache_entry *c = &t->cache[cache_index(addr)];
+    if (addr - c->base < c->size)   /* an empty entry has size 0 */
+        return c->node;
+    struct alloc *a = by_base_get(t, addr);
+    if (!a)
+        a = find_in_tree(t, addr);
+    if (a)
+        *c = (struct cache_entry){ a->base, a->size, a };
+    return a;
+}
+
 void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)
 {
     /* Unlink a itself (not another node with its base), then drop any stale allocation
-     * recorded at the new base (a block freed where we could not see it). */
+     * recorded where it goes (a block freed where we could not see it). */
     struct alloc **link = &t->root;
     while (*link && *link != a)
         link = a->base < (*link)->base ? &(*link)->left : &(*link)->right;
     if (*link)
         *link = join(a->left, a->right);
-    struct alloc *stale = remove_node(&t->root, new_base);
-    if (stale)
-        drop(t, stale);
+    drop_overlapping(t, new_base, new_base + a->size);
+    forget_cached(t, a);
+    by_base_remove(t, a);
     a->base = new_base;
     a->left = a->right = NULL;
     t->root = insert_node(t->root, a);
+    by_base_put(t, a);
     if (new_base < t->lo)
-        t->lo = new_base;
+        __atomic_store_n(&t->lo, new_base, __ATOMIC_RELAXED);
     if (new_base + a->size > t->hi)
-        t->hi = new_base + a->size;
+        __atomic_store_n(&t->hi, new_base + a->size, __ATOMIC_RELAXED);
 }
 
 static bool each_node(struct alloc *n, bool (*fn)(struct alloc *, void *), void *arg)
@@ -195,73 +341,6 @@ void exo_carat_alloc_table_clear(struct alloc_table *t)
 {
     clear_node(t, t->root);
     t->root = NULL;
-}
-
-/* ---- escape sets ---- */
-
-static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
-{
-    return (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
-}
-
-static void set_put(struct escape_set *s, uintptr_t slot, uintptr_t value)
-{
-    uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i].slot && s->slots[i].slot != slot)
-        i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i].slot) {
-        s->slots[i].slot = slot;
-        s->count++;
-    }
-    s->slots[i].value = value;
-}
-
-int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
-                             uintptr_t value)
-{
-    if ((uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3) {   /* keep load under 3/4 */
-        uint32_t cap = s->cap ? s->cap * 2 : 4;
-        struct escape_set bigger = { exo_carat_mem_alloc(cap * sizeof *s->slots), cap, 0 };
-        if (!bigger.slots)
-            return -EXO_ENOMEM;
-        for (uint32_t i = 0; i < s->cap; i++)
-            if (s->slots[i].slot)
-                set_put(&bigger, s->slots[i].slot, s->slots[i].value);
-        t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
-        if (t->bytes > t->peak_bytes)
-            t->peak_bytes = t->bytes;
-        exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
-        *s = bigger;
-    }
-    set_put(s, slot, value);
-    return 0;
-}
-
-void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
-{
-    if (!s->cap)
-        return;
-    uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i].slot && s->slots[i].slot != slot)
-        i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i].slot)
-        return;
-    s->slots[i].slot = 0;
-    s->count--;
-    /* Re-place the rest of the probe run so lookups never stop at the new hole. */
-    for (uint32_t j = (i + 1) & (s->cap - 1); s->slots[j].slot; j = (j + 1) & (s->cap - 1)) {
-        struct escape_slot e = s->slots[j];
-        s->slots[j].slot = 0;
-        s->count--;
-        set_put(s, e.slot, e.value);
-    }
-}
-
-void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
-{
-    t->bytes -= (uint64_t)s->cap * sizeof *s->slots;
-    exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
-    memset(s, 0, sizeof *s);
 }
 
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a)

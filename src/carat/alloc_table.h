@@ -21,20 +21,46 @@ struct escape_set {
     uint32_t count;
 };
 
+/* One cache line (64 bytes): a program with millions of small blocks walks and writes
+ * these for every allocation, free and escape. */
 struct alloc {
     uintptr_t base, size;
-    int kind;                /* EXO_CARAT_HEAP / GLOBAL / STACK */
-    uint32_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
     const char *site;
     struct escape_set escapes;
     struct alloc *left, *right;
     uint32_t prio;           /* treap heap order: keeps the tree balanced on average */
+    uint16_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
+    uint8_t kind;            /* EXO_CARAT_HEAP / GLOBAL / STACK */
+};
+_Static_assert(sizeof(struct alloc) <= 64, "struct alloc fits a cache line");
+
+/* The allocation last found in each of a few pages (by a hash of the page): pointers into
+ * a big block (a string being matched, an interpreter's stack) find it without the tree,
+ * whose walk is a cache miss per level. A node's entries are cleared when it is freed,
+ * resized or moved. */
+#define ALLOC_TABLE_CACHE 1024
+
+struct cache_entry {
+    uintptr_t base, size;    /* the node's when cached: a lookup reads no node */
+    struct alloc *node;      /* NULL: empty */
+};
+
+struct base_entry {
+    uintptr_t base;          /* the node's, kept here so a probe reads no node */
+    struct alloc *node;      /* NULL: empty */
 };
 
 struct alloc_table {
     struct alloc *root;
+    struct cache_entry cache[ALLOC_TABLE_CACHE];
+    /* Every node again, hashed by base (linear probing, at most half full): most pointers
+     * a program stores point at the start of a block, and this finds those with one probe
+     * where the tree takes a cache miss per level. */
+    struct base_entry *by_base;
+    uint32_t by_base_cap;
     uint64_t count;
-    uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter */
+    uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter (also
+                              * read without the lock by the escape hook: stored atomically) */
     uint64_t bytes;          /* memory of nodes and escape sets */
     uint64_t peak_bytes;     /* the most `bytes` has been */
     /* The heap allocation with the most escapes, kept as escapes are added, so that a mover
@@ -55,14 +81,19 @@ struct alloc *exo_carat_alloc_table_worst(struct alloc_table *t);
 /* The histogram bucket of an allocation with n escapes: 0 for none, else 1 + log2(n). */
 unsigned exo_carat_escape_bucket(uint64_t n);
 
-/* Add [base, base+size). An allocation already at base (a free we never saw, e.g. by an
- * uninstrumented library) is replaced. -EXO_ENOMEM. */
+/* Add [base, base+size). Allocations it overlaps are dropped: the allocator handed this
+ * memory out again, so they were freed where we could not see it (an uninstrumented
+ * library). -EXO_ENOMEM. */
 int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                        const char *site);
+/* The allocation at base now has size bytes (realloc in place): it keeps its escapes, as the
+ * pointers to it stay good. Inserted if none is at base. -EXO_ENOMEM. */
+int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
+                                 const char *site);
 /* Remove the allocation starting at base; false if none does. */
 bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */
-struct alloc *exo_carat_alloc_table_find(const struct alloc_table *t, uintptr_t addr);
+struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr);
 /* Change the base of a (after a move); keeps the order (the caller made sure the new range
  * overlaps no other allocation). */
 void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base);
@@ -72,10 +103,19 @@ void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *
 void exo_carat_alloc_table_clear(struct alloc_table *t);
 
 /* Escape sets. */
-/* Add slot, or give it its new value if it is there. */
+/* Add slot, or give it its new value if it is there. may_purge: a set that must grow is
+ * first purged (exo_carat_escape_set_purge), and grows only if that freed less than a
+ * quarter of it; only when every slot in the set has been written. -EXO_ENOMEM. */
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
-                             uintptr_t value);
+                             uintptr_t value, bool may_purge);
 void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
+/* Drop the slots that no longer hold the value they were told of (a pointer overwritten
+ * with one into another allocation: the old entry would never be patched), as far as they
+ * can be read safely (inside a live tracked allocation); others are kept. Without this a
+ * slot stays in the set of every allocation it ever pointed into. Not during a move: it
+ * reads the program's memory, and a stopped thread may be between an escape's hook and its
+ * store. Returns the number dropped. */
+uint32_t exo_carat_escape_set_purge(struct alloc_table *t, struct escape_set *s);
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
 
 #endif

@@ -26,6 +26,8 @@ struct escape_entry {
 struct carat_thread {
     struct escape_entry log[CARAT_LOG_CAP];
     uint32_t n;
+    uint64_t stack_objects;   /* registered by this thread (a shared counter costs a locked
+                               * add per call of functions like oniguruma's match_at) */
     struct carat_thread *next, *prev;
 };
 
@@ -45,6 +47,7 @@ struct carat_tls {
     struct carat_stack_obj stack_objs[CARAT_STACK_OBJS];
     volatile sig_atomic_t park_pending;   /* one came while in_runtime */
     struct carat_thread *thread;          /* NULL until the thread's first escape */
+    uintptr_t stack_lo, stack_end;        /* its stack, found then (0, 0: not known) */
     uint32_t parked_epoch;                /* the last stop this thread arrived at */
 };
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
@@ -98,11 +101,15 @@ void exo_carat_flush_all(void);
 /* Apply the calling thread's own log (lock held). Queries made while threads run use this:
  * what other threads logged since their last flush is not in the table yet. */
 void exo_carat_flush_own(void);
-/* Apply the calling thread's log (lock held). */
-void exo_carat_flush_thread(struct carat_thread *t);
-/* Record that slot holds a pointer to value, if value is in a tracked allocation (lock
- * held). */
-void exo_carat_note_escape(uintptr_t slot, uintptr_t value);
+/* Apply t's log (lock held). `settled`: every store the log announces has been done (the
+ * log's own thread flushes it, outside a move), so sets that must grow may first be purged
+ * of slots that hold something else now (exo_carat_escape_set_purge). A hook comes before
+ * its store: while the world is stopped, a thread may sit between the two, and its slot,
+ * not yet written, must not be purged. */
+void exo_carat_flush_thread(struct carat_thread *t, bool settled);
+/* Record that slot holds (or is about to hold) a pointer to value, if value is in a tracked
+ * allocation (lock held). `settled` as for exo_carat_flush_thread. */
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled);
 /* Note, for every word of [src, src + len) that points into a tracked allocation, that the
  * same offset of dst will hold it (lock held). src == dst: the pointers a block holds. */
 void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len);

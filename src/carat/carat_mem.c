@@ -39,12 +39,17 @@ void *exo_carat_mem_alloc(size_t n)
         memset(p, 0, bytes);
         return p;
     }
-    if ((size_t)(chunk_end - chunk_next) < bytes) {
+    /* Blocks of 64 bytes and more start on a cache line (table nodes are one line each). */
+    uintptr_t line = bytes < 64 ? bytes : 64;
+    uintptr_t at = ((uintptr_t)chunk_next + line - 1) & ~(line - 1);
+    if (!chunk_next || at + bytes > (uintptr_t)chunk_end) {
         uint64_t addr;
         if (exo_os_map_anon(CHUNK, false, &addr))
             return NULL;
         chunk_next = (char *)(uintptr_t)addr;   /* the old chunk's tail is left unused */
         chunk_end = chunk_next + CHUNK;
+    } else {
+        chunk_next = (char *)at;
     }
     p = chunk_next;
     chunk_next += bytes;

@@ -4,6 +4,7 @@
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "internal.h"
+#include "os/os.h"
 
 #include <malloc.h>
 #include <string.h>
@@ -23,7 +24,9 @@ static void thread_gone(void *p)
     struct carat_thread *t = p;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_flush_thread(t);
+    exo_carat_flush_thread(t, true);   /* its stores are done */
+    atomic_fetch_add_explicit(&exo_carat.count.stack_objects, t->stack_objects,
+                              memory_order_relaxed);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -49,13 +52,15 @@ void exo_carat_init(void)
     pthread_mutex_unlock(&init_lock);
 }
 
-/* The calling thread's log, registered on first use (lock not held). NULL if out of
- * memory: its escapes are then applied one by one. */
+/* The calling thread's record (its escape log), registered on first use (lock not held).
+ * NULL if out of memory: its escapes are then applied one by one. */
 static struct carat_thread *my_thread(void)
 {
     struct carat_thread *t = exo_carat_tls.thread;
     if (__builtin_expect(t != NULL, 1))
         return t;
+    carat_ensure_init();
+    carat_enter();   /* no parking while holding the lock, or inside the C library here */
     pthread_mutex_lock(&exo_carat.lock);
     t = exo_carat_mem_alloc(sizeof *t);
     if (t) {
@@ -68,11 +73,17 @@ static struct carat_thread *my_thread(void)
     if (t) {
         exo_carat_tls.thread = t;
         pthread_setspecific(thread_key, t);
+        uintptr_t lo, hi;
+        if (exo_os_thread_stack(&lo, &hi) == 0) {
+            exo_carat_tls.stack_lo = lo;
+            exo_carat_tls.stack_end = hi;
+        }
     }
+    carat_leave();
     return t;
 }
 
-void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
 {
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
     if (!a) {   /* one past the end of a block (glibc puts no other block there) */
@@ -80,27 +91,28 @@ void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
         if (a && value != a->base + a->size)
             a = NULL;
     }
-    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value) == 0)
+    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value, settled) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 
-void exo_carat_flush_thread(struct carat_thread *t)
+void exo_carat_flush_thread(struct carat_thread *t, bool settled)
 {
     for (uint32_t i = 0; i < t->n; i++)
-        exo_carat_note_escape(t->log[i].slot, t->log[i].value);
+        exo_carat_note_escape(t->log[i].slot, t->log[i].value, settled);
+    atomic_fetch_add_explicit(&exo_carat.count.escapes, t->n, memory_order_relaxed);
     t->n = 0;
 }
 
 void exo_carat_flush_own(void)
 {
     if (exo_carat_tls.thread)
-        exo_carat_flush_thread(exo_carat_tls.thread);
+        exo_carat_flush_thread(exo_carat_tls.thread, true);
 }
 
 void exo_carat_flush_all(void)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        exo_carat_flush_thread(t);
+        exo_carat_flush_thread(t, false);
 }
 
 CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len)
@@ -112,7 +124,7 @@ CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t le
         uintptr_t v;
         memcpy(&v, (const void *)(src + off), sizeof v);
         if (v >= lo && v < hi)
-            exo_carat_note_escape(dst + off, v);
+            exo_carat_note_escape(dst + off, v, false);   /* dst may not be written yet */
     }
 }
 
@@ -159,9 +171,18 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
     if (p) {   /* NULL: failed, old is untouched and still tracked */
         if (size == UINT64_MAX)
             size = malloc_usable_size(p);
-        if (old && old != p)
-            untrack(old);
-        track(p, size, EXO_CARAT_HEAP, site);
+        if (old == p) {   /* in place: the pointers to it stay good, and so do its escapes */
+            carat_enter();
+            pthread_mutex_lock(&exo_carat.lock);
+            exo_carat_alloc_table_resize(&exo_carat.table, (uintptr_t)p, size, EXO_CARAT_HEAP,
+                                         site);
+            pthread_mutex_unlock(&exo_carat.lock);
+            carat_leave();
+        } else {
+            if (old)
+                untrack(old);
+            track(p, size, EXO_CARAT_HEAP, site);
+        }
         if (old != p) {   /* the pointers old held are in p now */
             pthread_mutex_lock(&exo_carat.lock);
             exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
@@ -188,7 +209,11 @@ EXO_API void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site
     if (d < CARAT_STACK_OBJS)
         t->stack_objs[d] = (struct carat_stack_obj){ (uintptr_t)p, size ? size : 1, site };
     t->stack_depth = d + 1;
-    atomic_fetch_add_explicit(&exo_carat.count.stack_objects, 1, memory_order_relaxed);
+    struct carat_thread *me = my_thread();
+    if (me)   /* read by exo_carat_get_stats while this thread runs */
+        __atomic_store_n(&me->stack_objects, me->stack_objects + 1, __ATOMIC_RELAXED);
+    else
+        atomic_fetch_add_explicit(&exo_carat.count.stack_objects, 1, memory_order_relaxed);
 }
 
 /* Objects of one frame are freed at its return, in any order among themselves: look for p
@@ -221,20 +246,41 @@ static const struct carat_stack_obj *own_stack_obj(uintptr_t addr)
 
 EXO_API void exo_carat_hook_escape(void *slot, const void *value)
 {
+    /* Two kinds of store need no record, and are most of them in some programs (a regex
+     * matcher's backtracking stack in its frame, integers that the plugin could not tell
+     * from pointers):
+     * - into a live frame of this thread's stack (between this call's frame and the stack's
+     *   end; a handler on an alternate stack is not below stack_lo and is not skipped):
+     *   a move scans every stopped thread's stack and patches the words there;
+     * - of a value in no tracked allocation, nor one past the end of one, now: it can only
+     *   come to be in one by being stored again. */
+    struct carat_tls *tls = &exo_carat_tls;
+    uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+    if (frame >= tls->stack_lo && (uintptr_t)slot >= frame && (uintptr_t)slot < tls->stack_end)
+        return;
+    uintptr_t lo = __atomic_load_n(&exo_carat.table.lo, __ATOMIC_RELAXED);
+    uintptr_t hi = __atomic_load_n(&exo_carat.table.hi, __ATOMIC_RELAXED);
+    if ((uintptr_t)value - lo > hi - lo)
+        return;
     carat_enter();
     struct carat_thread *t = my_thread();
-    if (__builtin_expect(t && t->n < CARAT_LOG_CAP, 1)) {
+    if (__builtin_expect(t && t->n == CARAT_LOG_CAP, 0)) {
+        pthread_mutex_lock(&exo_carat.lock);
+        exo_carat_flush_thread(t, true);   /* every store it announces is done */
+        pthread_mutex_unlock(&exo_carat.lock);
+    }
+    if (__builtin_expect(t != NULL, 1)) {
+        /* Into the log even after a flush: this store is not done yet (the hook comes
+         * first), so its slot must not be where a purge can see it. */
         t->log[t->n].slot = (uintptr_t)slot;
         t->log[t->n].value = (uintptr_t)value;
         t->n++;
     } else {
         pthread_mutex_lock(&exo_carat.lock);
-        if (t)
-            exo_carat_flush_thread(t);
-        exo_carat_note_escape((uintptr_t)slot, (uintptr_t)value);
+        exo_carat_note_escape((uintptr_t)slot, (uintptr_t)value, false);
         pthread_mutex_unlock(&exo_carat.lock);
+        atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
     carat_leave();
 }
 
@@ -311,15 +357,21 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->table_peak_bytes = exo_carat.table.peak_bytes;
     for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS; b++)
         st->escape_hist[b] += exo_carat.table.escape_hist[b];
+    /* Escapes are counted as their logs are applied; add the ones other threads have
+     * logged since (read while they run: a count, not a snapshot). */
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next) {
+        st->escapes_total += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
+        st->stack_objects_total += __atomic_load_n(&t->stack_objects, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
     st->allocs_total = atomic_load(&exo_carat.count.allocs);
     st->frees_total = atomic_load(&exo_carat.count.frees);
-    st->escapes_total = atomic_load(&exo_carat.count.escapes);
+    st->escapes_total += atomic_load(&exo_carat.count.escapes);
     st->guard_slow = atomic_load(&exo_carat.count.guard_slow);
     st->moves = atomic_load(&exo_carat.count.moves);
     st->moves_refused = atomic_load(&exo_carat.count.moves_refused);
-    st->stack_objects_total = atomic_load(&exo_carat.count.stack_objects);
+    st->stack_objects_total += atomic_load(&exo_carat.count.stack_objects);
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
 }
 

@@ -309,7 +309,7 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
         for (int i = 0; i < nmoved; i++) {
             exo_carat_escape_set_remove(s, moved[i].slot);
             exo_carat_escape_set_add(&exo_carat.table, s, moved[i].slot + (uintptr_t)p->delta,
-                                     moved[i].value);
+                                     moved[i].value, false);
         }
     } while (nmoved == 64);
 }

@@ -256,6 +256,10 @@ int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len
 /* The executable segment [*lo, *hi) of the loaded object (program or shared library) whose
  * code holds address code (dl_iterate_phdr). -EXO_ENOENT if none does. */
 int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi);
+/* The calling thread's stack [*lo, *hi) as the C library knows it (pthread_getattr_np: for
+ * the main thread, from /proc/self/maps and the stack size limit; it may call malloc).
+ * -EXO_EIO if the C library cannot tell. */
+int exo_os_thread_stack(uintptr_t *lo, uintptr_t *hi);
 
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -150,5 +151,21 @@ int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi)
         return -EXO_ENOENT;
     *lo = c.lo;
     *hi = c.hi;
+    return 0;
+}
+
+int exo_os_thread_stack(uintptr_t *lo, uintptr_t *hi)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return -EXO_EIO;
+    int r = pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        return -EXO_EIO;
+    *lo = (uintptr_t)addr;
+    *hi = (uintptr_t)addr + size;
     return 0;
 }

@@ -1,0 +1,114 @@
+/* Escape sets: for one allocation, the memory slots known to hold a pointer into it, with
+ * the pointer each was last told to hold (the paper's Allocation-to-Escape map, one set per
+ * allocation). Open addressing on the slot address; slot 0 means empty. Not thread-safe:
+ * the runtime's lock guards them, as it does the allocation table. */
+#include "carat/alloc_table.h"
+#include "carat/carat_internal.h"
+#include "carat/carat_mem.h"
+#include "internal.h"
+
+#include <string.h>
+
+static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
+{
+    return (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+}
+
+static void set_put(struct escape_set *s, uintptr_t slot, uintptr_t value)
+{
+    uint32_t i = slot_hash(slot, s->cap);
+    while (s->slots[i].slot && s->slots[i].slot != slot)
+        i = (i + 1) & (s->cap - 1);
+    if (!s->slots[i].slot) {
+        s->slots[i].slot = slot;
+        s->count++;
+    }
+    s->slots[i].value = value;
+}
+
+static bool set_full(const struct escape_set *s)
+{
+    return (uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3;   /* keep load under 3/4 */
+}
+
+int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
+                             uintptr_t value, bool may_purge)
+{
+    /* Purge first only if it pays: a quarter of the set freed means a quarter of its size
+     * in adds before the next purge, so each add costs O(1) on average. */
+    bool grow = set_full(s);
+    if (grow && may_purge && s->cap >= 16)
+        grow = exo_carat_escape_set_purge(t, s) * 4 < s->cap;
+    if (grow) {
+        uint32_t cap = s->cap ? s->cap * 2 : 4;
+        struct escape_set bigger = { exo_carat_mem_alloc(cap * sizeof *s->slots), cap, 0 };
+        if (!bigger.slots)
+            return -EXO_ENOMEM;
+        for (uint32_t i = 0; i < s->cap; i++)
+            if (s->slots[i].slot)
+                set_put(&bigger, s->slots[i].slot, s->slots[i].value);
+        t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
+        if (t->bytes > t->peak_bytes)
+            t->peak_bytes = t->bytes;
+        exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
+        *s = bigger;
+    }
+    set_put(s, slot, value);
+    return 0;
+}
+
+void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
+{
+    if (!s->cap)
+        return;
+    uint32_t i = slot_hash(slot, s->cap);
+    while (s->slots[i].slot && s->slots[i].slot != slot)
+        i = (i + 1) & (s->cap - 1);
+    if (!s->slots[i].slot)
+        return;
+    s->slots[i].slot = 0;
+    s->count--;
+    /* Re-place the rest of the probe run so lookups never stop at the new hole. */
+    for (uint32_t j = (i + 1) & (s->cap - 1); s->slots[j].slot; j = (j + 1) & (s->cap - 1)) {
+        struct escape_slot e = s->slots[j];
+        s->slots[j].slot = 0;
+        s->count--;
+        set_put(s, e.slot, e.value);
+    }
+}
+
+/* The word at addr, read as the program left it (racing its writers is fine: a slot being
+ * written has its new value's escape logged, and applied before any move). */
+CARAT_NO_ASAN static uintptr_t read_word(uintptr_t addr)
+{
+    return __atomic_load_n((const uintptr_t *)addr, __ATOMIC_RELAXED);
+}
+
+uint32_t exo_carat_escape_set_purge(struct alloc_table *t, struct escape_set *s)
+{
+    uint32_t dropped = 0;
+    struct alloc *in = NULL;   /* the allocation the last slot was in: slots come in runs */
+    for (uint32_t i = 0; i < s->cap;) {
+        uintptr_t slot = s->slots[i].slot;
+        if (slot && (!in || slot - in->base >= in->size))
+            in = exo_carat_alloc_table_find(t, slot);
+        if (slot && in && slot + 8 <= in->base + in->size &&
+            read_word(slot) != s->slots[i].value) {
+            /* Removing re-places the rest of the run: position i may hold another slot
+             * now, so look at it again. (One re-placed across the end is not looked at:
+             * this is a clean-up, not a guarantee.) */
+            exo_carat_escape_set_remove(s, slot);
+            dropped++;
+        } else {
+            i++;
+        }
+    }
+    return dropped;
+}
+
+void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
+{
+    t->bytes -= (uint64_t)s->cap * sizeof *s->slots;
+    exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
+    memset(s, 0, sizeof *s);
+}
