@@ -95,10 +95,41 @@ void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 
+/* Slots already applied in the flush under way (stamped with the flush's number, so that
+ * nothing needs clearing between flushes; at most half full). Under the lock. */
+#define SEEN_CAP (2 * CARAT_LOG_CAP)
+static struct {
+    uintptr_t slot;
+    uint32_t flush;
+} seen[SEEN_CAP];
+static uint32_t flush_number;
+
+/* Was slot seen before in this flush? Marks it seen. */
+static bool seen_before(uintptr_t slot)
+{
+    uint32_t i = (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 40) & (SEEN_CAP - 1);
+    for (; seen[i].flush == flush_number; i = (i + 1) & (SEEN_CAP - 1))
+        if (seen[i].slot == slot)
+            return true;
+    seen[i].slot = slot;
+    seen[i].flush = flush_number;
+    return false;
+}
+
 void exo_carat_flush_thread(struct carat_thread *t, bool settled)
 {
-    for (uint32_t i = 0; i < t->n; i++)
-        exo_carat_note_escape(t->log[i].slot, t->log[i].value, settled);
+    /* Newest first, and only the newest escape of each slot: the slot holds that value (or
+     * is about to: a thread stopped between a hook and its store overwrites the slot with
+     * it), so its earlier values in the log would only add entries that never match again.
+     * A slot is written over and over in the programs that store pointers the most (99% of
+     * oniguruma's escapes rewrite a slot logged in the same window, 90% of Lua's). */
+    if (++flush_number == 0) {   /* wrapped: stamps of long ago could look current */
+        memset(seen, 0, sizeof seen);
+        flush_number = 1;
+    }
+    for (uint32_t i = t->n; i-- > 0;)
+        if (!seen_before(t->log[i].slot))
+            exo_carat_note_escape(t->log[i].slot, t->log[i].value, settled);
     atomic_fetch_add_explicit(&exo_carat.count.escapes, t->n, memory_order_relaxed);
     t->n = 0;
 }
@@ -244,6 +275,32 @@ static const struct carat_stack_obj *own_stack_obj(uintptr_t addr)
     return NULL;
 }
 
+/* The escape hook's rare cases: the thread's first escape, a full log, no memory for a log.
+ * Out of line, so that the common case saves no registers. */
+static __attribute__((noinline)) void escape_slow(uintptr_t slot, uintptr_t value)
+{
+    carat_enter();
+    struct carat_thread *t = my_thread();
+    if (t && t->n == CARAT_LOG_CAP) {
+        pthread_mutex_lock(&exo_carat.lock);
+        exo_carat_flush_thread(t, true);   /* every store it announces is done */
+        pthread_mutex_unlock(&exo_carat.lock);
+    }
+    if (t) {
+        /* Into the log even after a flush: this store is not done yet (the hook comes
+         * first), so its slot must not be where a purge can see it. */
+        t->log[t->n].slot = slot;
+        t->log[t->n].value = value;
+        t->n++;
+    } else {
+        pthread_mutex_lock(&exo_carat.lock);
+        exo_carat_note_escape(slot, value, false);
+        pthread_mutex_unlock(&exo_carat.lock);
+        atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
+    }
+    carat_leave();
+}
+
 EXO_API void exo_carat_hook_escape(void *slot, const void *value)
 {
     /* Two kinds of store need no record, and are most of them in some programs (a regex
@@ -262,25 +319,15 @@ EXO_API void exo_carat_hook_escape(void *slot, const void *value)
     uintptr_t hi = __atomic_load_n(&exo_carat.table.hi, __ATOMIC_RELAXED);
     if ((uintptr_t)value - lo > hi - lo)
         return;
-    carat_enter();
-    struct carat_thread *t = my_thread();
-    if (__builtin_expect(t && t->n == CARAT_LOG_CAP, 0)) {
-        pthread_mutex_lock(&exo_carat.lock);
-        exo_carat_flush_thread(t, true);   /* every store it announces is done */
-        pthread_mutex_unlock(&exo_carat.lock);
+    struct carat_thread *t = tls->thread;
+    if (__builtin_expect(!t || t->n == CARAT_LOG_CAP, 0)) {
+        escape_slow((uintptr_t)slot, (uintptr_t)value);
+        return;
     }
-    if (__builtin_expect(t != NULL, 1)) {
-        /* Into the log even after a flush: this store is not done yet (the hook comes
-         * first), so its slot must not be where a purge can see it. */
-        t->log[t->n].slot = (uintptr_t)slot;
-        t->log[t->n].value = (uintptr_t)value;
-        t->n++;
-    } else {
-        pthread_mutex_lock(&exo_carat.lock);
-        exo_carat_note_escape((uintptr_t)slot, (uintptr_t)value, false);
-        pthread_mutex_unlock(&exo_carat.lock);
-        atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
-    }
+    carat_enter();   /* a move must not find the entry written and not yet counted */
+    t->log[t->n].slot = (uintptr_t)slot;
+    t->log[t->n].value = (uintptr_t)value;
+    t->n++;
     carat_leave();
 }
 
