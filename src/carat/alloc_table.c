@@ -6,6 +6,7 @@
  * sets are in escape_set.c. */
 #include "carat/alloc_table.h"
 #include "carat/carat_mem.h"
+#include "carat/page_index.h"
 #include "internal.h"
 
 #include <string.h>
@@ -61,17 +62,6 @@ static struct alloc *insert_node(struct alloc *root, struct alloc *n)
     else
         root->right = insert_node(root->right, n);
     return root;
-}
-
-/* Remove the node with base key from the tree at *link; returns it (or NULL). */
-static struct alloc *remove_node(struct alloc **link, uintptr_t key)
-{
-    while (*link && (*link)->base != key)
-        link = key < (*link)->base ? &(*link)->left : &(*link)->right;
-    struct alloc *n = *link;
-    if (n)
-        *link = join(n->left, n->right);
-    return n;
 }
 
 unsigned exo_carat_escape_bucket(uint64_t n)
@@ -164,8 +154,64 @@ static void forget_cached(struct alloc_table *t, const struct alloc *n)
             t->cache[cache_index(pg)] = (struct cache_entry){ 0, 0, NULL };
 }
 
+/* ---- the index by interior address: page lists for small blocks, the tree for the rest ---- */
+
+/* Note the table's memory at its largest. */
+static void note_peak(struct alloc_table *t)
+{
+    if (t->bytes + t->pages.bytes > t->peak_bytes)
+        t->peak_bytes = t->bytes + t->pages.bytes;
+}
+
+/* Put n where a lookup by an address inside it finds it: the page lists if it is small and
+ * there is memory for its lists, the tree otherwise (which needs none). */
+static void index_add(struct alloc_table *t, struct alloc *n)
+{
+    n->in_tree = n->size > PAGE_INDEX_SMALL ||
+                 exo_carat_page_index_add(&t->pages, n, n->base, n->size) != 0;
+    if (n->in_tree) {
+        n->left = n->right = NULL;
+        n->prio = next_prio();
+        t->root = insert_node(t->root, n);
+    }
+    note_peak(t);
+}
+
+static void index_remove(struct alloc_table *t, struct alloc *n)
+{
+    if (!n->in_tree) {
+        exo_carat_page_index_remove(&t->pages, n, n->base, n->size);
+        return;
+    }
+    struct alloc **link = &t->root;   /* n itself, not another node with its base */
+    while (*link && *link != n)
+        link = n->base < (*link)->base ? &(*link)->left : &(*link)->right;
+    if (*link)
+        *link = join(n->left, n->right);
+}
+
+/* A tree node overlapping [base, end), or NULL. One walk finds the last node starting at
+ * or below base and the first after. */
+static struct alloc *tree_overlapping(const struct alloc_table *t, uintptr_t base, uintptr_t end)
+{
+    struct alloc *n = t->root, *below = NULL, *above = NULL;
+    while (n) {
+        if (n->base <= base) {
+            below = n;
+            n = n->right;
+        } else {
+            above = n;
+            n = n->left;
+        }
+    }
+    if (below && base - below->base < below->size)
+        return below;
+    return above && above->base < end ? above : NULL;
+}
+
 static void drop(struct alloc_table *t, struct alloc *n)
 {
+    index_remove(t, n);
     if (n == t->worst) {
         t->worst = NULL;
         t->worst_stale = true;
@@ -182,26 +228,16 @@ static void drop(struct alloc_table *t, struct alloc *n)
 /* ---- insert and remove ---- */
 
 /* Drop every allocation overlapping [base, end): stale, as the allocator gave that memory
- * out again. One walk finds the last node starting at or below base and the first after. */
+ * out again. */
 static void drop_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t end)
 {
     for (;;) {
-        struct alloc *n = t->root, *below = NULL, *above = NULL;
-        while (n) {
-            if (n->base <= base) {
-                below = n;
-                n = n->right;
-            } else {
-                above = n;
-                n = n->left;
-            }
-        }
-        if (below && base - below->base < below->size)
-            drop(t, remove_node(&t->root, below->base));
-        else if (above && above->base < end)
-            drop(t, remove_node(&t->root, above->base));
-        else
+        struct alloc *n = exo_carat_page_index_overlapping(&t->pages, base, end);
+        if (!n)
+            n = tree_overlapping(t, base, end);
+        if (!n)
             return;
+        drop(t, n);
     }
 }
 
@@ -223,15 +259,12 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     n->align = 16;
     while (n->align < 4096 && !(base & n->align))
         n->align <<= 1;
-    n->prio = next_prio();
-    t->root = insert_node(t->root, n);
     by_base_put(t, n);
     t->count++;
+    t->bytes += sizeof *n;
+    index_add(t, n);
     if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
         t->worst = n;
-    t->bytes += sizeof *n;
-    if (t->bytes > t->peak_bytes)
-        t->peak_bytes = t->bytes;
     /* Read without the lock by the escape hook's filter (alloc_table.h): atomic stores. */
     if (t->count == 1 || base < t->lo)
         __atomic_store_n(&t->lo, base, __ATOMIC_RELAXED);
@@ -248,9 +281,11 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
         return exo_carat_alloc_table_insert(t, base, size, kind, site);
     size = size ? size : 1;
     forget_cached(t, n);
-    if (size > n->size)   /* what it grew over was free: any allocation there is stale */
-        drop_overlapping(t, n->base + n->size, base + size);
+    index_remove(t, n);
+    /* What it grew over was free: any allocation there is stale. */
+    drop_overlapping(t, base, base + size);
     n->size = size;
+    index_add(t, n);
     if (base + size > t->hi)
         __atomic_store_n(&t->hi, base + size, __ATOMIC_RELAXED);
     return 0;
@@ -258,7 +293,7 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
 
 bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
 {
-    struct alloc *n = remove_node(&t->root, base);
+    struct alloc *n = by_base_get(t, base);
     if (!n)
         return false;
     drop(t, n);
@@ -288,6 +323,8 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
         return c->node;
     struct alloc *a = by_base_get(t, addr);
     if (!a)
+        a = exo_carat_page_index_find(&t->pages, addr);
+    if (!a)
         a = find_in_tree(t, addr);
     if (a)
         *c = (struct cache_entry){ a->base, a->size, a };
@@ -296,51 +333,37 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
 
 void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)
 {
-    /* Unlink a itself (not another node with its base), then drop any stale allocation
-     * recorded where it goes (a block freed where we could not see it). */
-    struct alloc **link = &t->root;
-    while (*link && *link != a)
-        link = a->base < (*link)->base ? &(*link)->left : &(*link)->right;
-    if (*link)
-        *link = join(a->left, a->right);
-    drop_overlapping(t, new_base, new_base + a->size);
+    /* Out of every index, drop any stale allocation recorded where it goes (a block freed
+     * where we could not see it), back in at the new base. */
     forget_cached(t, a);
+    index_remove(t, a);
     by_base_remove(t, a);
+    drop_overlapping(t, new_base, new_base + a->size);
     a->base = new_base;
-    a->left = a->right = NULL;
-    t->root = insert_node(t->root, a);
-    by_base_put(t, a);
+    by_base_put(t, a);   /* no growth: a's own entry was just taken out */
+    index_add(t, a);
     if (new_base < t->lo)
         __atomic_store_n(&t->lo, new_base, __ATOMIC_RELAXED);
     if (new_base + a->size > t->hi)
         __atomic_store_n(&t->hi, new_base + a->size, __ATOMIC_RELAXED);
 }
 
-static bool each_node(struct alloc *n, bool (*fn)(struct alloc *, void *), void *arg)
-{
-    if (!n)
-        return false;
-    return each_node(n->left, fn, arg) || fn(n, arg) || each_node(n->right, fn, arg);
-}
-
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg)
 {
-    each_node(t->root, fn, arg);
-}
-
-static void clear_node(struct alloc_table *t, struct alloc *n)
-{
-    if (!n)
-        return;
-    clear_node(t, n->left);
-    clear_node(t, n->right);
-    drop(t, n);
+    for (uint32_t i = 0; i < t->by_base_cap; i++)
+        if (t->by_base[i].node && fn(t->by_base[i].node, arg))
+            return;
 }
 
 void exo_carat_alloc_table_clear(struct alloc_table *t)
 {
-    clear_node(t, t->root);
-    t->root = NULL;
+    /* Dropping shifts later entries of a probe run back: look at the same index again. */
+    for (uint32_t i = 0; i < t->by_base_cap;) {
+        if (t->by_base[i].node)
+            drop(t, t->by_base[i].node);
+        else
+            i++;
+    }
 }
 
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a)

@@ -1,10 +1,11 @@
-/* The allocation table: every tracked allocation, ordered by address, and for each the set
+/* The allocation table: every tracked allocation, found by any address inside it, and for each the set
  * of memory slots known to hold a pointer into it (the paper's Allocation-to-Escape map).
  * Not thread-safe: the runtime's lock (carat_internal.h) guards it. */
 #ifndef EXOMEM_CARAT_ALLOC_TABLE_H
 #define EXOMEM_CARAT_ALLOC_TABLE_H
 
 #include "exomem/carat.h"
+#include "carat/page_index.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,6 +32,7 @@ struct alloc {
     uint32_t prio;           /* treap heap order: keeps the tree balanced on average */
     uint16_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
     uint8_t kind;            /* EXO_CARAT_HEAP / GLOBAL / STACK */
+    bool in_tree;            /* found by interior address through the tree, not the pages */
 };
 _Static_assert(sizeof(struct alloc) <= 64, "struct alloc fits a cache line");
 
@@ -51,6 +53,9 @@ struct base_entry {
 };
 
 struct alloc_table {
+    /* By interior address: small blocks in page lists (page_index.h), big ones (and small
+     * ones the lists had no memory for) in a treap. */
+    struct page_index pages;
     struct alloc *root;
     struct cache_entry cache[ALLOC_TABLE_CACHE];
     /* Every node again, hashed by base (linear probing, at most half full): most pointers
@@ -61,8 +66,8 @@ struct alloc_table {
     uint64_t count;
     uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter (also
                               * read without the lock by the escape hook: stored atomically) */
-    uint64_t bytes;          /* memory of nodes and escape sets */
-    uint64_t peak_bytes;     /* the most `bytes` has been */
+    uint64_t bytes;          /* memory of nodes, escape sets and the hash (+ pages.bytes) */
+    uint64_t peak_bytes;     /* the most bytes + pages.bytes has been */
     /* The heap allocation with the most escapes, kept as escapes are added, so that a mover
      * asking 10,000 times a second does not walk the table each time. Recomputed by a walk
      * only after it is freed (worst_stale); its count going down is not followed, so it is
@@ -97,7 +102,8 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr);
 /* Change the base of a (after a move); keeps the order (the caller made sure the new range
  * overlaps no other allocation). */
 void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base);
-/* Call fn for every allocation in address order until it returns true. */
+/* Call fn for every allocation, in no particular order, until it returns true. fn must not
+ * change the table. */
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg);
 /* Free everything. */
 void exo_carat_alloc_table_clear(struct alloc_table *t);
