@@ -78,7 +78,7 @@ bool isRearrangeCall(const CallBase &CB) {
 }
 
 struct Runtime {
-  FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackFree, Escape,
+  FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackRelease, Escape,
       Copy, Rearranged;
   Runtime(Module &M) {
     LLVMContext &C = M.getContext();
@@ -89,7 +89,7 @@ struct Runtime {
     Free = M.getOrInsertFunction("exo_carat_hook_free", V, P);
     Global = M.getOrInsertFunction("exo_carat_hook_global", V, P, I64, P);
     StackAlloc = M.getOrInsertFunction("exo_carat_hook_stack_alloc", V, P, I64, P);
-    StackFree = M.getOrInsertFunction("exo_carat_hook_stack_free", V, P);
+    StackRelease = M.getOrInsertFunction("exo_carat_hook_stack_release", V, P, I64);
     Escape = M.getOrInsertFunction("exo_carat_hook_escape", V, P, P);
     Copy = M.getOrInsertFunction("exo_carat_hook_copy", V, P, P, I64);
     Rearranged = M.getOrInsertFunction("exo_carat_hook_rearranged", V, P, I64);
@@ -270,9 +270,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   if (Allocs) {
     for (auto &[CB, K] : Calls)
       trackCall(M, R, *CB, *K, C);
-    // A frame's objects are freed newest first, so that the runtime's per-thread stack of
-    // them finds each at its top (each free goes before the ones already placed).
-    std::vector<Instruction *> FirstFree(Returns.size(), nullptr);
+    uint64_t Registered = 0;
     for (AllocaInst *AI : Allocas) {
       if (!EscapingAllocas.count(AI))
         continue;
@@ -281,12 +279,19 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         continue;
       IRBuilder<> B(AI->getNextNode());
       B.CreateCall(R.StackAlloc, {AI, B.getInt64(Size->getFixedValue()), siteString(M, *AI)});
-      for (size_t K = 0; K < Returns.size(); K++) {
-        IRBuilder<> BR(FirstFree[K] ? FirstFree[K] : Returns[K]);
-        FirstFree[K] = BR.CreateCall(R.StackFree, {AI});
-      }
+      Registered++;
       C.StackObjects++;
     }
+    // One release per return for all of them: the frame's objects lie below the slot of
+    // its return address, its callers' above (oniguruma's match_at made eleven calls more
+    // per call of it, one per object).
+    if (Registered)
+      for (ReturnInst *RI : Returns) {
+        IRBuilder<> BR(RI);
+        Value *FrameEnd = BR.CreateIntrinsic(Intrinsic::addressofreturnaddress,
+                                             {BR.getPtrTy()}, {});
+        BR.CreateCall(R.StackRelease, {FrameEnd, BR.getInt64(Registered)});
+      }
   }
   if (Escapes) {
     // Every hook goes BEFORE its store or copy: a move that stops the thread between the

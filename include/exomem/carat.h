@@ -147,7 +147,10 @@ void exo_carat_hook_free(void *p);
 void exo_carat_hook_global(void *p, uint64_t size, const char *name);
 /* A stack object whose address escapes: made at function entry, gone at return. */
 void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site);
-void exo_carat_hook_stack_free(void *p);
+/* A function that made n stack objects returns; its frame ends at frame_end (the address of
+ * its return address): its objects are gone, and so are any below it that frames skipped
+ * by a longjmp left. One call per return, not one per object. */
+void exo_carat_hook_stack_release(void *frame_end, uint64_t n);
 /* The pointer value is about to be stored into *slot (called before the store, so that a
  * move in between finds the slot). */
 void exo_carat_hook_escape(void *slot, const void *value);

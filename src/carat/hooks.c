@@ -247,21 +247,19 @@ EXO_API void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site
         atomic_fetch_add_explicit(&exo_carat.count.stack_objects, 1, memory_order_relaxed);
 }
 
-/* Objects of one frame are freed at its return, in any order among themselves: look for p
- * among the newest and move it out of the way (a frame's objects are the top few). */
-EXO_API void exo_carat_hook_stack_free(void *p)
+/* Every object of the returning frame and of deeper frames lies below its return address,
+ * every object of its callers above. Objects past CARAT_STACK_OBJS were only counted: for
+ * those the frame's own count is trusted. */
+EXO_API void exo_carat_hook_stack_release(void *frame_end, uint64_t n)
 {
     struct carat_tls *t = &exo_carat_tls;
-    if (!t->stack_depth)
-        return;
-    uint32_t top = t->stack_depth - 1;
-    if (top < CARAT_STACK_OBJS)
-        for (uint32_t i = top + 1; i-- > 0 && top - i < 16;)
-            if (t->stack_objs[i].base == (uintptr_t)p) {
-                t->stack_objs[i] = t->stack_objs[top];
-                break;
-            }
-    t->stack_depth = top;
+    uint32_t d = t->stack_depth;
+    for (; d > CARAT_STACK_OBJS && n > 0; n--)
+        d--;
+    if (d <= CARAT_STACK_OBJS)
+        while (d > 0 && t->stack_objs[d - 1].base < (uintptr_t)frame_end)
+            d--;
+    t->stack_depth = d;
 }
 
 /* The calling thread's live stack object holding addr, or NULL. */
