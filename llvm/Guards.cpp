@@ -93,23 +93,27 @@ std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL
 }
 
 namespace {
+// EXO_CARAT_FAST_MIN_SPAN in include/exomem/carat.h: the runtime never opens a smaller
+// fast path.
+constexpr uint64_t MinSpan = 4096;
+
 struct Emitter {
   Module &M;
   FunctionCallee Slow;
-  GlobalVariable *FastLo, *FastHi;
+  GlobalVariable *FastBase, *FastSpan;
   Function *ReadReg;
   MDNode *Unlikely;
-  // The fast-path bounds of the function being guarded, kept in two stack slots that are
+  // The fast path of the function being guarded, kept in two stack slots that are
   // promoted to registers once every guard is in (null: read the globals at each guard).
-  AllocaInst *LoSlot = nullptr, *HiSlot = nullptr;
+  AllocaInst *BaseSlot = nullptr, *SpanSlot = nullptr;
 
   explicit Emitter(Module &Mod) : M(Mod) {
     LLVMContext &C = M.getContext();
     Type *I64 = Type::getInt64Ty(C);
     Slow = M.getOrInsertFunction("exo_carat_guard_slow", Type::getVoidTy(C), I64, I64,
                                  Type::getInt32Ty(C), PointerType::getUnqual(C));
-    FastLo = fastGlobal("exo_carat_fast_lo");
-    FastHi = fastGlobal("exo_carat_fast_hi");
+    FastBase = fastGlobal("exo_carat_fast_base");
+    FastSpan = fastGlobal("exo_carat_fast_span");
     ReadReg = Intrinsic::getDeclaration(&M, Intrinsic::read_register, {I64});
     Unlikely = MDBuilder(C).createBranchWeights(1, 1 << 20);
   }
@@ -121,18 +125,27 @@ struct Emitter {
     return new GlobalVariable(M, I64, false, GlobalValue::ExternalLinkage, nullptr, Name);
   }
 
-  // if (!(lo <= A && A + Len <= hi)) exo_carat_guard_slow(A, Len, Access, site)
-  // (a Len that may be 0 passes: memcpy(p, q, 0) touches nothing).
+  // Off = A - base; if (!(Off <= span - Len)) exo_carat_guard_slow(A, Len, Access, site).
+  // One unsigned compare for a constant Len up to the runtime's minimum span (the span
+  // never goes below it, so span - Len cannot wrap; a closed fast path has a base no
+  // access can have). Otherwise Off <= span && Len <= span - Off, and a Len that may be 0
+  // passes (memcpy(p, q, 0) touches nothing).
   void check(Instruction *Before, Value *A, Value *Len, int Access, const Instruction &SiteOf,
              bool MaybeZero) {
     IRBuilder<> B(Before);
     Type *I64 = B.getInt64Ty();
-    Value *Lo = B.CreateLoad(I64, LoSlot ? (Value *)LoSlot : FastLo, "carat.lo");
-    Value *Hi = B.CreateLoad(I64, HiSlot ? (Value *)HiSlot : FastHi, "carat.hi");
-    Value *End = B.CreateAdd(A, Len);
-    Value *Ok = B.CreateAnd(B.CreateICmpUGE(A, Lo), B.CreateICmpULE(End, Hi));
-    if (MaybeZero)
-      Ok = B.CreateOr(Ok, B.CreateICmpEQ(Len, ConstantInt::get(I64, 0)));
+    Value *Base = B.CreateLoad(I64, BaseSlot ? (Value *)BaseSlot : FastBase, "carat.base");
+    Value *Span = B.CreateLoad(I64, SpanSlot ? (Value *)SpanSlot : FastSpan, "carat.span");
+    Value *Off = B.CreateSub(A, Base);
+    Value *Ok;
+    auto *CLen = dyn_cast<ConstantInt>(Len);
+    if (CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero())) {
+      Ok = B.CreateICmpULE(Off, B.CreateSub(Span, Len));
+    } else {
+      Ok = B.CreateAnd(B.CreateICmpULE(Off, Span), B.CreateICmpULE(Len, B.CreateSub(Span, Off)));
+      if (MaybeZero)
+        Ok = B.CreateOr(Ok, B.CreateICmpEQ(Len, ConstantInt::get(I64, 0)));
+    }
     Instruction *Then =
         SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
     IRBuilder<> T(Then);
@@ -144,7 +157,7 @@ struct Emitter {
   // every guard, so that the backend keeps them in registers through loops. Not in functions
   // with invoke (exception edges) or setjmp (registers are not restored by longjmp).
   void beginFunction(Function &F) {
-    LoSlot = HiSlot = nullptr;
+    BaseSlot = SpanSlot = nullptr;
     if (F.callsFunctionThatReturnsTwice())
       return;
     for (BasicBlock &BB : F)
@@ -154,19 +167,19 @@ struct Emitter {
     BasicBlock &Entry = F.getEntryBlock();
     IRBuilder<> B(&Entry, Entry.getFirstInsertionPt());
     Type *I64 = B.getInt64Ty();
-    LoSlot = B.CreateAlloca(I64, nullptr, "carat.lo.slot");
-    HiSlot = B.CreateAlloca(I64, nullptr, "carat.hi.slot");
+    BaseSlot = B.CreateAlloca(I64, nullptr, "carat.base.slot");
+    SpanSlot = B.CreateAlloca(I64, nullptr, "carat.span.slot");
     reload(B);
   }
 
   void reload(IRBuilder<> &B) {
     Type *I64 = B.getInt64Ty();
-    B.CreateStore(B.CreateLoad(I64, FastLo), LoSlot);
-    B.CreateStore(B.CreateLoad(I64, FastHi), HiSlot);
+    B.CreateStore(B.CreateLoad(I64, FastBase), BaseSlot);
+    B.CreateStore(B.CreateLoad(I64, FastSpan), SpanSlot);
   }
 
   void endFunction(Function &F) {
-    if (!LoSlot)
+    if (!BaseSlot)
       return;
     SmallVector<CallBase *, 32> Calls;
     for (BasicBlock &BB : F)
@@ -179,8 +192,8 @@ struct Emitter {
         reload(B);
       }
     DominatorTree DT(F);
-    PromoteMemToReg({LoSlot, HiSlot}, DT);
-    LoSlot = HiSlot = nullptr;
+    PromoteMemToReg({BaseSlot, SpanSlot}, DT);
+    BaseSlot = SpanSlot = nullptr;
   }
 
   void emit(Guard &G) {

@@ -45,7 +45,7 @@ else
     done
 fi
 # Inserted guards are real code: a guard reads the fast-path bounds.
-nm "$dir/g.o" | grep -q "U exo_carat_fast_lo" || bad "no inline guard in guard_counts.o"
+nm "$dir/g.o" | grep -q "U exo_carat_fast_base" || bad "no inline guard in guard_counts.o"
 
 # Tracking: allocations, frees, stack objects, escapes.
 EXOMEM_CARAT_STATS=$dir/t.json "$cc" "${flags[@]}" "$src/tests/carat/tracking_counts.c" \

@@ -1,8 +1,8 @@
 /* Protection regions and the guards' slow path. The set is an immutable sorted array
  * published through one atomic pointer, so a guard reads a consistent set without a lock;
  * a replaced set is kept (never freed) because a guard may still be reading it. With a
- * single readable and writable region, inline guards compare against exo_carat_fast_lo/hi
- * and never call in; otherwise every guard comes here and searches the array. */
+ * single readable and writable region (of at least EXO_CARAT_FAST_MIN_SPAN bytes), inline
+ * guards compare against exo_carat_fast_base/span and never call in; otherwise every guard comes here and searches the array. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "os/os.h"
@@ -30,7 +30,7 @@ static struct {
 static _Atomic(struct region_set *) current;
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 
-EXO_API uintptr_t exo_carat_fast_lo = USER_LO, exo_carat_fast_hi = USER_HI;
+EXO_API uintptr_t exo_carat_fast_base = USER_LO, exo_carat_fast_span = USER_HI - USER_LO;
 
 static struct region_set *regions_now(void)
 {
@@ -79,15 +79,17 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
         }
     }
     pthread_mutex_lock(&set_lock);
-    /* Close the fast path first, so no guard passes on the old range under the new set. */
-    exo_carat_fast_hi = 0;
-    exo_carat_fast_lo = 1;
+    /* Close the fast path first, so no guard passes on the old range under the new set
+     * (the base first: with it closed, no span lets a real address through), and open it
+     * span first (a new span with the closed base passes nothing). */
+    __atomic_store_n(&exo_carat_fast_base, EXO_CARAT_FAST_CLOSED, __ATOMIC_RELEASE);
+    __atomic_store_n(&exo_carat_fast_span, EXO_CARAT_FAST_MIN_SPAN, __ATOMIC_RELEASE);
     atomic_store_explicit(&current, s, memory_order_release);
     const struct region_set *now = regions_now();
     const int rw = EXO_CARAT_READ | EXO_CARAT_WRITE;
-    if (now->n == 1 && (now->r[0].rights & rw) == rw) {
-        exo_carat_fast_lo = now->r[0].base;
-        exo_carat_fast_hi = now->r[0].base + now->r[0].len;
+    if (now->n == 1 && (now->r[0].rights & rw) == rw && now->r[0].len >= EXO_CARAT_FAST_MIN_SPAN) {
+        __atomic_store_n(&exo_carat_fast_span, now->r[0].len, __ATOMIC_RELEASE);
+        __atomic_store_n(&exo_carat_fast_base, now->r[0].base, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&set_lock);
     return 0;
