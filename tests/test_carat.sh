@@ -149,7 +149,7 @@ done
 # The per-process report at exit (EXOMEM_CARAT_REPORT): one JSON line per process, appended.
 EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "move_derived with a report"
 EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "move_derived with a report"
-[ "$(grep -c '"moves":1,"moves_refused":2,' "$dir/report.jsonl")" = 2 ] ||
+[ "$(grep -c '"moves":2,"moves_refused":1,' "$dir/report.jsonl")" = 2 ] ||
     bad "report lines: $(cat "$dir/report.jsonl")"
 grep -q '"escape_hist":\[[0-9,]*\]}$' "$dir/report.jsonl" || bad "no escape histogram in the report"
 exit $fail

@@ -135,14 +135,24 @@ struct patch {
     uintptr_t derived_value;   /* the first of them, for the error message */
 };
 
-/* Is v, outside the block, an address derived from it? Near it, and neither inside nor one
- * past the end of another tracked allocation. Called with the runtime's lock held. */
+/* Is v in the block's own malloc chunk, or one past its end? Those are patched. */
+static bool in_own_chunk(const struct patch *p, uintptr_t v)
+{
+    return v - p->own_lo <= p->own_hi - p->own_lo;
+}
+
+/* Is v, outside the block, an address derived from it? Just before its chunk (a base kept
+ * for 1-based indexing), and neither inside nor one past the end of another tracked
+ * allocation. Past the chunk's end is the next chunk, often a block of the C library's
+ * (a thread's DTV, a stdio buffer): an address there is taken for one into that block, not
+ * for one derived from ours (C allows one past the end, which is patched). Called with
+ * the runtime's lock held. */
 static bool derived_from_block(const struct patch *p, uintptr_t v)
 {
-    if (v - p->own_lo < p->own_hi - p->own_lo)
+    if (in_own_chunk(p, v))
         return p->in_libc;               /* the block's own chunk: patched, unless in malloc */
-    if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
-        return false;                    /* far from the block (or v < DERIVED_REACH) */
+    if (v > p->own_hi || p->own_lo - v > DERIVED_REACH)
+        return false;                    /* after the chunk, or far before it */
     if (exo_carat_alloc_table_find(&exo_carat.table, v))
         return false;
     const struct alloc *before = exo_carat_alloc_table_find(&exo_carat.table, v - 1);
@@ -163,7 +173,7 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
     }
     /* The block and its own chunk (the check pass refused the move if a thread stopped in
      * libc held the chunk's edges). */
-    if (v - p->own_lo < p->own_hi - p->own_lo) {
+    if (in_own_chunk(p, v)) {
         v += (uintptr_t)p->delta;
         memcpy(w, &v, sizeof v);
         p->patched++;
