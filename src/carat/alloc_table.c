@@ -72,66 +72,16 @@ unsigned exo_carat_escape_bucket(uint64_t n)
 
 /* ---- the hash by base ---- */
 
-static uint32_t base_index(uintptr_t base, uint32_t cap)
-{
-    return (uint32_t)((base >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
-}
-
-static void by_base_put(struct alloc_table *t, struct alloc *n)
-{
-    uint32_t i = base_index(n->base, t->by_base_cap);
-    while (t->by_base[i].node)
-        i = (i + 1) & (t->by_base_cap - 1);
-    t->by_base[i] = (struct base_entry){ n->base, n };
-}
-
-/* Room for one more node: the hash is kept at most half full. -EXO_ENOMEM. */
-static int by_base_reserve(struct alloc_table *t)
-{
-    if ((t->count + 1) * 2 <= t->by_base_cap)
-        return 0;
-    uint32_t old_cap = t->by_base_cap, cap = old_cap ? old_cap * 2 : 1024;
-    struct base_entry *old = t->by_base, *bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
-    if (!bigger)
-        return -EXO_ENOMEM;
-    t->by_base = bigger;
-    t->by_base_cap = cap;
-    for (uint32_t i = 0; i < old_cap; i++)
-        if (old[i].node)
-            by_base_put(t, old[i].node);
-    exo_carat_mem_free(old, old_cap * sizeof *old);
-    t->bytes += (uint64_t)(cap - old_cap) * sizeof *bigger;
-    return 0;
-}
-
 static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
 {
-    if (!t->by_base_cap)
-        return NULL;
-    for (uint32_t i = base_index(base, t->by_base_cap); t->by_base[i].node;
-         i = (i + 1) & (t->by_base_cap - 1))
-        if (t->by_base[i].base == base)
-            return t->by_base[i].node;
-    return NULL;
+    return exo_carat_addr_map_get(&t->by_base, base);
 }
 
-/* Take n out, shifting later members of its probe run back so none is cut off from home. */
 static void by_base_remove(struct alloc_table *t, const struct alloc *n)
 {
-    uint32_t mask = t->by_base_cap - 1, i = base_index(n->base, t->by_base_cap);
-    while (t->by_base[i].node != n) {
-        if (!t->by_base[i].node)
-            return;   /* not there (cannot happen: every node is put in) */
-        i = (i + 1) & mask;
-    }
-    for (uint32_t j = (i + 1) & mask; t->by_base[j].node; j = (j + 1) & mask) {
-        uint32_t home = base_index(t->by_base[j].base, t->by_base_cap);
-        if (((j - home) & mask) >= ((j - i) & mask)) {   /* home at or before the hole */
-            t->by_base[i] = t->by_base[j];
-            i = j;
-        }
-    }
-    t->by_base[i] = (struct base_entry){ 0, NULL };
+    uint32_t i = exo_carat_addr_map_find(&t->by_base, n->base);
+    if (i != UINT32_MAX)
+        exo_carat_addr_map_remove_at(&t->by_base, i);
 }
 
 static unsigned cache_index(uintptr_t addr)
@@ -154,13 +104,18 @@ static void forget_cached(struct alloc_table *t, const struct alloc *n)
             t->cache[cache_index(pg)] = (struct cache_entry){ 0, 0, NULL };
 }
 
+uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t)
+{
+    return t->bytes + t->by_base.bytes + t->pages.lists.bytes + t->pages.list_bytes;
+}
+
 /* ---- the index by interior address: page lists for small blocks, the tree for the rest ---- */
 
 /* Note the table's memory at its largest. */
 static void note_peak(struct alloc_table *t)
 {
-    if (t->bytes + t->pages.bytes > t->peak_bytes)
-        t->peak_bytes = t->bytes + t->pages.bytes;
+    if (exo_carat_alloc_table_bytes(t) > t->peak_bytes)
+        t->peak_bytes = exo_carat_alloc_table_bytes(t);
 }
 
 /* Put n where a lookup by an address inside it finds it: the page lists if it is small and
@@ -245,7 +200,7 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
                        const char *site)
 {
     drop_overlapping(t, base, base + (size ? size : 1));
-    if (by_base_reserve(t))
+    if (exo_carat_addr_map_reserve(&t->by_base))
         return -EXO_ENOMEM;
     struct alloc *n = exo_carat_mem_alloc(sizeof *n);
     if (!n)
@@ -259,7 +214,7 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     n->align = 16;
     while (n->align < 4096 && !(base & n->align))
         n->align <<= 1;
-    by_base_put(t, n);
+    exo_carat_addr_map_put(&t->by_base, n->base, n);
     t->count++;
     t->bytes += sizeof *n;
     index_add(t, n);
@@ -340,7 +295,7 @@ void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintpt
     by_base_remove(t, a);
     drop_overlapping(t, new_base, new_base + a->size);
     a->base = new_base;
-    by_base_put(t, a);   /* no growth: a's own entry was just taken out */
+    exo_carat_addr_map_put(&t->by_base, a->base, a);   /* room: a's own entry just left */
     index_add(t, a);
     if (new_base < t->lo)
         __atomic_store_n(&t->lo, new_base, __ATOMIC_RELAXED);
@@ -350,17 +305,17 @@ void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintpt
 
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg)
 {
-    for (uint32_t i = 0; i < t->by_base_cap; i++)
-        if (t->by_base[i].node && fn(t->by_base[i].node, arg))
+    for (uint32_t i = 0; i < t->by_base.cap; i++)
+        if (t->by_base.e[i].value && fn(t->by_base.e[i].value, arg))
             return;
 }
 
 void exo_carat_alloc_table_clear(struct alloc_table *t)
 {
     /* Dropping shifts later entries of a probe run back: look at the same index again. */
-    for (uint32_t i = 0; i < t->by_base_cap;) {
-        if (t->by_base[i].node)
-            drop(t, t->by_base[i].node);
+    for (uint32_t i = 0; i < t->by_base.cap;) {
+        if (t->by_base.e[i].value)
+            drop(t, t->by_base.e[i].value);
         else
             i++;
     }

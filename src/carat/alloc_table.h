@@ -5,6 +5,7 @@
 #define EXOMEM_CARAT_ALLOC_TABLE_H
 
 #include "exomem/carat.h"
+#include "carat/addr_map.h"
 #include "carat/page_index.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,11 +48,6 @@ struct cache_entry {
     struct alloc *node;      /* NULL: empty */
 };
 
-struct base_entry {
-    uintptr_t base;          /* the node's, kept here so a probe reads no node */
-    struct alloc *node;      /* NULL: empty */
-};
-
 struct alloc_table {
     /* By interior address: small blocks in page lists (page_index.h), big ones (and small
      * ones the lists had no memory for) in a treap. */
@@ -61,13 +57,12 @@ struct alloc_table {
     /* Every node again, hashed by base (linear probing, at most half full): most pointers
      * a program stores point at the start of a block, and this finds those with one probe
      * where the tree takes a cache miss per level. */
-    struct base_entry *by_base;
-    uint32_t by_base_cap;
+    struct addr_map by_base;
     uint64_t count;
     uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter (also
                               * read without the lock by the escape hook: stored atomically) */
-    uint64_t bytes;          /* memory of nodes, escape sets and the hash (+ pages.bytes) */
-    uint64_t peak_bytes;     /* the most bytes + pages.bytes has been */
+    uint64_t bytes;          /* memory of nodes and escape sets (see alloc_table_bytes) */
+    uint64_t peak_bytes;     /* the most exo_carat_alloc_table_bytes has been */
     /* The heap allocation with the most escapes, kept as escapes are added, so that a mover
      * asking 10,000 times a second does not walk the table each time. Recomputed by a walk
      * only after it is freed (worst_stale); its count going down is not followed, so it is
@@ -78,6 +73,8 @@ struct alloc_table {
     uint64_t escape_hist[EXO_CARAT_ESCAPE_BUCKETS];
 };
 
+/* The memory the table uses: nodes, escape sets, the hash by base, the page lists. */
+uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t);
 /* An escape was added to a's set: a may be the new worst case. */
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a);
 /* The heap allocation with the most escapes (see `worst`), or NULL if none is tracked. */

@@ -48,8 +48,8 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
             if (s->slots[i].slot)
                 set_put(&bigger, s->slots[i].slot, s->slots[i].value);
         t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
-        if (t->bytes + t->pages.bytes > t->peak_bytes)
-            t->peak_bytes = t->bytes + t->pages.bytes;
+        if (exo_carat_alloc_table_bytes(t) > t->peak_bytes)
+            t->peak_bytes = exo_carat_alloc_table_bytes(t);
         exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }

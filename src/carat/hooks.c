@@ -397,7 +397,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     pthread_mutex_lock(&exo_carat.lock);
     exo_carat_flush_own();
     st->allocations = exo_carat.table.count;
-    st->table_bytes = exo_carat.table.bytes + exo_carat.table.pages.bytes;
+    st->table_bytes = exo_carat_alloc_table_bytes(&exo_carat.table);
     exo_carat_alloc_table_each(&exo_carat.table, add_escapes, st);
     st->table_peak_bytes = exo_carat.table.peak_bytes;
     for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS; b++)

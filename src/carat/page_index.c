@@ -10,67 +10,6 @@
 #define PAGE_SHIFT 12
 #define FIRST_LIST_BYTES 128
 
-static uint32_t page_hash(uintptr_t page, uint32_t cap)
-{
-    return (uint32_t)(page * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
-}
-
-static uint32_t slot_index(const struct page_index *pi, uintptr_t page)
-{
-    for (uint32_t i = page_hash(page, pi->cap); pi->slots[i].list; i = (i + 1) & (pi->cap - 1))
-        if (pi->slots[i].page == page)
-            return i;
-    return UINT32_MAX;
-}
-
-static struct page_list *list_of(const struct page_index *pi, uintptr_t page)
-{
-    uint32_t i = pi->cap ? slot_index(pi, page) : UINT32_MAX;
-    return i == UINT32_MAX ? NULL : pi->slots[i].list;
-}
-
-static void slot_put(struct page_index *pi, uintptr_t page, struct page_list *l)
-{
-    uint32_t i = page_hash(page, pi->cap);
-    while (pi->slots[i].list)
-        i = (i + 1) & (pi->cap - 1);
-    pi->slots[i] = (struct page_slot){ page, l };
-}
-
-/* Room for one more page in the hash (kept at most half full). -EXO_ENOMEM. */
-static int reserve_slot(struct page_index *pi)
-{
-    if ((pi->count + 1) * 2 <= pi->cap)
-        return 0;
-    uint32_t old_cap = pi->cap, cap = old_cap ? old_cap * 2 : 1024;
-    struct page_slot *old = pi->slots, *bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
-    if (!bigger)
-        return -EXO_ENOMEM;
-    pi->slots = bigger;
-    pi->cap = cap;
-    for (uint32_t i = 0; i < old_cap; i++)
-        if (old[i].list)
-            slot_put(pi, old[i].page, old[i].list);
-    exo_carat_mem_free(old, old_cap * sizeof *old);
-    pi->bytes += (uint64_t)(cap - old_cap) * sizeof *bigger;
-    return 0;
-}
-
-/* Empty slot i, shifting the rest of its probe run back so none is cut off from home. */
-static void slot_remove(struct page_index *pi, uint32_t i)
-{
-    uint32_t mask = pi->cap - 1;
-    for (uint32_t j = (i + 1) & mask; pi->slots[j].list; j = (j + 1) & mask) {
-        uint32_t home = page_hash(pi->slots[j].page, pi->cap);
-        if (((j - home) & mask) >= ((j - i) & mask)) {   /* home at or before the hole */
-            pi->slots[i] = pi->slots[j];
-            i = j;
-        }
-    }
-    pi->slots[i] = (struct page_slot){ 0, NULL };
-    pi->count--;
-}
-
 /* The block a list of capacity cap lives in: the power of two it was given. */
 static size_t block_bytes(uint32_t cap)
 {
@@ -90,16 +29,15 @@ static struct page_list *new_list(size_t bytes)
 
 static int add_to_page(struct page_index *pi, uintptr_t page, struct page_item item)
 {
-    uint32_t i = pi->cap ? slot_index(pi, page) : UINT32_MAX;
+    uint32_t i = exo_carat_addr_map_find(&pi->lists, page);
     struct page_list *l;
     if (i == UINT32_MAX) {
-        if (reserve_slot(pi) || !(l = new_list(FIRST_LIST_BYTES)))
+        if (exo_carat_addr_map_reserve(&pi->lists) || !(l = new_list(FIRST_LIST_BYTES)))
             return -EXO_ENOMEM;
-        pi->bytes += FIRST_LIST_BYTES;
-        slot_put(pi, page, l);
-        pi->count++;
+        pi->list_bytes += FIRST_LIST_BYTES;
+        exo_carat_addr_map_put(&pi->lists, page, l);
     } else {
-        l = pi->slots[i].list;
+        l = pi->lists.e[i].value;
         if (l->n == l->cap) {
             size_t old = block_bytes(l->cap);
             struct page_list *bigger = new_list(2 * old);
@@ -108,8 +46,8 @@ static int add_to_page(struct page_index *pi, uintptr_t page, struct page_item i
             bigger->n = l->n;
             memcpy(bigger->items, l->items, l->n * sizeof *l->items);
             exo_carat_mem_free(l, old);
-            pi->bytes += old;
-            pi->slots[i].list = l = bigger;
+            pi->list_bytes += old;
+            pi->lists.e[i].value = l = bigger;
         }
     }
     l->items[l->n++] = item;
@@ -118,10 +56,10 @@ static int add_to_page(struct page_index *pi, uintptr_t page, struct page_item i
 
 static void remove_from_page(struct page_index *pi, uintptr_t page, const struct alloc *node)
 {
-    uint32_t i = pi->cap ? slot_index(pi, page) : UINT32_MAX;
+    uint32_t i = exo_carat_addr_map_find(&pi->lists, page);
     if (i == UINT32_MAX)
         return;
-    struct page_list *l = pi->slots[i].list;
+    struct page_list *l = pi->lists.e[i].value;
     for (uint32_t k = 0; k < l->n; k++)
         if (l->items[k].node == node) {
             l->items[k] = l->items[--l->n];
@@ -130,8 +68,8 @@ static void remove_from_page(struct page_index *pi, uintptr_t page, const struct
     if (l->n == 0) {
         size_t bytes = block_bytes(l->cap);
         exo_carat_mem_free(l, bytes);
-        pi->bytes -= bytes;
-        slot_remove(pi, i);
+        pi->list_bytes -= bytes;
+        exo_carat_addr_map_remove_at(&pi->lists, i);
     }
 }
 
@@ -160,7 +98,7 @@ void exo_carat_page_index_remove(struct page_index *pi, const struct alloc *node
 
 struct alloc *exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr)
 {
-    const struct page_list *l = list_of(pi, addr >> PAGE_SHIFT);
+    const struct page_list *l = exo_carat_addr_map_get(&pi->lists, addr >> PAGE_SHIFT);
     if (l)
         for (uint32_t k = 0; k < l->n; k++)
             if (addr - l->items[k].base < l->items[k].size)
@@ -179,20 +117,20 @@ static struct alloc *overlap_in(const struct page_list *l, uintptr_t base, uintp
 struct alloc *exo_carat_page_index_overlapping(const struct page_index *pi, uintptr_t base,
                                                uintptr_t end)
 {
-    if (!pi->count || end <= base)
+    if (!pi->lists.count || end <= base)
         return NULL;
     uintptr_t first = base >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
     struct alloc *hit = NULL;
-    if (last - first < pi->count) {   /* fewer pages in the range than listed: look them up */
+    if (last - first < pi->lists.count) {   /* fewer pages in the range than listed */
         for (uintptr_t p = first; p <= last && !hit; p++) {
-            const struct page_list *l = list_of(pi, p);
+            const struct page_list *l = exo_carat_addr_map_get(&pi->lists, p);
             if (l)
                 hit = overlap_in(l, base, end);
         }
-    } else {                          /* a huge range: go through the listed pages instead */
-        for (uint32_t i = 0; i < pi->cap && !hit; i++)
-            if (pi->slots[i].list && pi->slots[i].page - first <= last - first)
-                hit = overlap_in(pi->slots[i].list, base, end);
+    } else {                                /* a huge range: go through the listed pages */
+        for (uint32_t i = 0; i < pi->lists.cap && !hit; i++)
+            if (pi->lists.e[i].value && pi->lists.e[i].key - first <= last - first)
+                hit = overlap_in(pi->lists.e[i].value, base, end);
     }
     return hit;
 }

@@ -7,6 +7,8 @@
 #ifndef EXOMEM_CARAT_PAGE_INDEX_H
 #define EXOMEM_CARAT_PAGE_INDEX_H
 
+#include "carat/addr_map.h"
+
 #include <stdint.h>
 
 #define PAGE_INDEX_SMALL 4096
@@ -25,16 +27,10 @@ struct page_list {
     struct page_item items[];
 };
 
-struct page_slot {
-    uintptr_t page;          /* address >> 12 */
-    struct page_list *list;  /* NULL: empty slot */
-};
-
-/* Pages with a list, hashed by page number (linear probing, at most half full). */
+/* Pages with a list: page number (address >> 12) to its list. */
 struct page_index {
-    struct page_slot *slots;
-    uint32_t cap, count;
-    uint64_t bytes;          /* memory of the slots and the lists */
+    struct addr_map lists;
+    uint64_t list_bytes;     /* memory of the lists (the map counts its own) */
 };
 
 /* List [base, base + size) (size at most PAGE_INDEX_SMALL) as node's. -EXO_ENOMEM, and
