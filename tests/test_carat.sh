@@ -140,8 +140,9 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # Moves: every kind of pointer patched (and a word that only looks like one left alone);
 # moves refused while a derived address is held; moves while four threads run; pointers
 # stored as integers; pointers that qsort rearranged; stack objects released at return and
-# after a longjmp.
-for t in move_basic move_derived move_partial move_threads move_int move_qsort stack_objects; do
+# after a longjmp; the allocation table answering lookups under 200,000 random allocations,
+# reallocs and frees.
+for t in move_basic move_derived move_partial move_threads move_int move_qsort stack_objects table_stress; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

@@ -1,0 +1,87 @@
+/* The allocation table under churn: blocks of 1 byte to 64 KiB (small ones in page lists,
+ * some straddling a page boundary; big ones in the tree) made, grown, shrunk and freed in
+ * a random order, and after every step "which allocation holds this address" answered
+ * right for the start, the last byte and a random byte of live blocks. */
+#include "carat_check.h"
+
+#include <exomem/carat.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SLOTS 4096
+#define STEPS 200000
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static char *block[SLOTS];
+static size_t size_of[SLOTS];
+
+static size_t pick_size(void)
+{
+    switch (next() % 8) {
+    case 0: return 1 + next() % 16;
+    case 1: return 4000 + next() % 200;              /* near the page-list limit */
+    case 2: return 4097 + next() % 60000;            /* the tree */
+    default: return 16 + next() % 240;
+    }
+}
+
+static void check_holds(int i, size_t off)
+{
+    struct exo_carat_alloc_info info;
+    CHECK(exo_carat_alloc_find(block[i] + off, &info) == 0);
+    CHECK(info.base == (uintptr_t)block[i] && info.kind == EXO_CARAT_HEAP);
+    CHECK(info.size >= size_of[i]);
+}
+
+int main(void)
+{
+    long finds = 0;
+    for (long step = 0; step < STEPS; step++) {
+        int i = (int)(next() % SLOTS);
+        uint64_t what = next() % 10;
+        if (!block[i]) {
+            size_of[i] = pick_size();
+            block[i] = malloc(size_of[i]);
+            CHECK(block[i]);
+            memset(block[i], (int)i, size_of[i]);
+        } else if (what < 3) {
+            size_t n = pick_size();
+            char *p = realloc(block[i], n);
+            CHECK(p);
+            block[i] = p;
+            size_of[i] = n;
+        } else if (what < 6) {
+            free(block[i]);
+            block[i] = NULL;
+            continue;
+        }
+        check_holds(i, 0);
+        check_holds(i, size_of[i] - 1);
+        check_holds(i, next() % size_of[i]);
+        int j = (int)(next() % SLOTS);   /* and some other live block */
+        if (block[j])
+            check_holds(j, next() % size_of[j]);
+        finds += 4;
+    }
+    struct exo_carat_stats st;
+    exo_carat_get_stats(&st);
+    long live = 0;
+    for (int i = 0; i < SLOTS; i++)
+        if (block[i]) {
+            live++;
+            free(block[i]);
+        }
+    CHECK(st.allocations >= (uint64_t)live);
+    printf("table_stress: ok (%ld steps, %ld lookups, %ld blocks live at the end, table %lu "
+           "bytes at its largest)\n", (long)STEPS, finds, live,
+           (unsigned long)st.table_peak_bytes);
+    return 0;
+}
