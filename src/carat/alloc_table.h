@@ -76,6 +76,10 @@ void exo_carat_alloc_table_clear(struct alloc_table *t);
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
                              uintptr_t value);
 void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
+/* Move every slot in [lo, lo + len) by delta (the slots inside a block that moved), in one
+ * pass over a new array; -EXO_ENOMEM leaves s as it was. */
+int exo_carat_escape_set_rekey(struct escape_set *s, uintptr_t lo, uintptr_t len,
+                               intptr_t delta);
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
 
 #endif

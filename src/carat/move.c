@@ -295,10 +295,14 @@ static void rebase_logs(const struct patch *p)
 }
 
 /* Keep the escape map right after the copy: slots that were inside the old block are now
- * at the same offset in the new one, and the new block's pointers are escapes of theirs. */
+ * at the same offset in the new one, and the new block's pointers are escapes of theirs.
+ * One pass over the set (a block of 2 MB holds 250,000 pointers to itself); without memory
+ * for it, a few slots at a time. */
 static void rekey_inner_slots(struct alloc *a, struct patch *p)
 {
     struct escape_set *s = &a->escapes;
+    if (exo_carat_escape_set_rekey(s, p->base, p->size, p->delta) == 0)
+        return;
     struct escape_slot moved[64];
     int nmoved;
     do {
