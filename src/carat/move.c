@@ -268,32 +268,6 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *u
 #endif
 }
 
-/* Escapes still in the threads' logs (not yet in the table): a slot logged with a value
- * inside the block is patched like a slot of its escape set. Their threads are stopped
- * outside the runtime, so their logs are quiet. */
-CARAT_NO_ASAN static void patch_logged(struct patch *p)
-{
-    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        for (uint32_t i = 0; i < t->n; i++)
-            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot) &&
-                holds(t->log[i].slot, t->log[i].value))
-                patch_word(p, (uintptr_t *)t->log[i].slot);
-}
-
-/* After the copy, the logs speak of the new block: a logged slot inside the old block is at
- * the same offset of the new one, and so is a logged value (its slot was patched, or will
- * be written with the patched register). */
-static void rebase_logs(const struct patch *p)
-{
-    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        for (uint32_t i = 0; i < t->n; i++) {
-            if (t->log[i].slot - p->base < p->size)
-                t->log[i].slot += (uintptr_t)p->delta;
-            if (t->log[i].value - p->base <= p->size)   /* one past the end too */
-                t->log[i].value += (uintptr_t)p->delta;
-        }
-}
-
 /* Keep the escape map right after the copy: slots that were inside the old block are now
  * at the same offset in the new one, and the new block's pointers are escapes of theirs.
  * One pass over the set (a block of 2 MB holds 250,000 pointers to itself); without memory
@@ -375,6 +349,11 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)base);
     }
     maps_loaded = false;   /* read again if this move needs them */
+    /* The stopped threads' logs go into the table first, in order, so that the escape sets
+     * alone say what each slot was last given. Applied after the move's own scan of the
+     * new block (as they once were), an old logged store would replace the value the scan
+     * found, and the next move would leave that slot unpatched. */
+    exo_carat_flush_all();
     /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it. */
     struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
                        base + span, false, true, 0, 0 };
@@ -397,7 +376,6 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     p.in_libc = false;
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
-    patch_logged(&p);
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
@@ -407,8 +385,6 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
     exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, span);
-    rebase_logs(&p);
-    exo_carat_flush_all();   /* the stopped threads' logs, now in the new coordinates */
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);
     exo_carat_world_resume();
