@@ -140,7 +140,7 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # Moves: every kind of pointer patched (and a word that only looks like one left alone);
 # moves refused while a derived address is held; moves while four threads run; pointers
 # stored as integers; pointers that qsort rearranged.
-for t in move_basic move_derived move_partial move_threads move_int move_qsort move_self move_log_order; do
+for t in move_basic move_derived move_partial move_threads move_int move_qsort move_self move_log_order move_realloc; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

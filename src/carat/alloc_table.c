@@ -124,6 +124,19 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     return 0;
 }
 
+int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size,
+                                 const char *site)
+{
+    struct alloc *n = exo_carat_alloc_table_find(t, base);
+    if (!n || n->base != base || n->kind != EXO_CARAT_HEAP)
+        return exo_carat_alloc_table_insert(t, base, size, EXO_CARAT_HEAP, site);
+    n->size = size ? size : 1;
+    n->site = site;
+    if (base + n->size > t->hi)
+        t->hi = base + n->size;
+    return 0;
+}
+
 bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
 {
     struct alloc *n = remove_node(&t->root, base);

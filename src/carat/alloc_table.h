@@ -59,6 +59,11 @@ unsigned exo_carat_escape_bucket(uint64_t n);
  * uninstrumented library) is replaced. -EXO_ENOMEM. */
 int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                        const char *site);
+/* The heap allocation at base now has this size (realloc kept it in place): its escapes
+ * stay, unlike a replacement by insert, since every pointer into it is still right. Inserts
+ * it if it is not there. -EXO_ENOMEM. */
+int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size,
+                                 const char *site);
 /* Remove the allocation starting at base; false if none does. */
 bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */

@@ -159,10 +159,15 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
     if (p) {   /* NULL: failed, old is untouched and still tracked */
         if (size == UINT64_MAX)
             size = malloc_usable_size(p);
-        if (old && old != p)
-            untrack(old);
-        track(p, size, EXO_CARAT_HEAP, site);
-        if (old != p) {   /* the pointers old held are in p now */
+        if (old == p) {   /* resized in place: every pointer into it is still right */
+            pthread_mutex_lock(&exo_carat.lock);
+            exo_carat_alloc_table_resize(&exo_carat.table, (uintptr_t)p, size, site);
+            pthread_mutex_unlock(&exo_carat.lock);
+        } else {
+            if (old)
+                untrack(old);
+            track(p, size, EXO_CARAT_HEAP, site);
+            /* the pointers old held are in p now */
             pthread_mutex_lock(&exo_carat.lock);
             exo_carat_flush_own();   /* older than the scan: applied first (hook_copy) */
             exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
@@ -251,7 +256,6 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
      * lookaside slots are stored to, freed and copied into again all the time). */
     exo_carat_flush_own();
     exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
-
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
 }
