@@ -139,8 +139,11 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 
 # Moves: every kind of pointer patched (and a word that only looks like one left alone);
 # moves refused while a derived address is held; moves while four threads run; pointers
-# stored as integers; pointers that qsort rearranged.
-for t in move_basic move_derived move_partial move_threads move_int move_qsort move_self move_log_order move_realloc; do
+# stored as integers; pointers that qsort rearranged; a slot logged, then copied over; a
+# block realloc resized in place; a big block of pointers to itself; usable sizes and ends;
+# a flag byte over a stale pointer on the stack.
+for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
+         move_realloc move_self move_usable move_narrow; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

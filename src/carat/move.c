@@ -128,7 +128,7 @@ struct patch {
     uintptr_t base, size;
     intptr_t delta;
     uint64_t patched;
-    uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail */
+    uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail, end */
     bool in_libc;              /* the words being visited are a thread's stopped in libc */
     bool check;
     uint64_t derived;          /* check: words found near the block, outside it */
@@ -292,6 +292,80 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
     } while (nmoved == 64);
 }
 
+/* The block the copy goes to. Three things the program may see are kept:
+ *  - The low bits of its address: the block's own alignment, and at least the low byte,
+ *    so that the move's offset leaves the low byte of every patched word as it was. Stack
+ *    slots and registers are patched conservatively, and compilers reuse them for narrower
+ *    data: a byte flag stored over the low byte of a stale pointer into the block leaves a
+ *    word that still points into it (SQLite's selectExpander keeps a bool in a spill slot
+ *    that held a pointer before, and setcc writes only a register's low byte); patched,
+ *    the flag must still read the same. Blocks of KEEP_LOW2_FROM bytes or more are given
+ *    the same address modulo 64 KiB if the heap allows (a 16-bit value over the low half
+ *    of a stale pointer into such a block points into it too, most of the time).
+ *  - Its usable size if glibc gives one, which programs read (SQLite counts its memory in
+ *    use by it: copies a few bytes bigger left the count at -32 bytes at the end of its
+ *    tests). A block malloc mapped on its own (usable size a number of pages less 16 bytes)
+ *    is only matched by asking 8 bytes less; failing that, a bigger block will do.
+ * Blocks that do not fit are kept aside while trying again, each followed by a spacer that
+ * should put the next try at the right address (where malloc carves the next chunk from
+ * the same free space). NULL: no memory, or (*refused set) no fitting block in a few
+ * tries. */
+#define COPY_TRIES 64          /* for small blocks, which come from free lists in any order */
+#define COPY_TRIES_BIG 16      /* for blocks of COPY_BIG bytes or more, carved one by one */
+#define COPY_BIG (64u << 10)
+#define KEEP_LOW 256
+#define KEEP_LOW2 65536
+#define KEEP_LOW2_FROM 4096
+static void *copy_block(uintptr_t base, uintptr_t align, uintptr_t span, bool *refused)
+{
+    void *kept[2 * COPY_TRIES], *best = NULL;
+    int nkept = 0, best_score = -1;
+    bool no_memory = false;
+    uintptr_t modulo = align > KEEP_LOW ? align : KEEP_LOW;
+    /* score: 2 for the same address modulo KEEP_LOW2 (when sought), 1 for the usable size */
+    int want = span >= KEEP_LOW2_FROM ? 3 : 1;
+    uintptr_t aim = want == 3 ? KEEP_LOW2 : KEEP_LOW;
+    int tries = span < COPY_BIG ? COPY_TRIES : COPY_TRIES_BIG;
+    for (int i = 0; best_score < want && i < tries; i++) {
+        void *b = NULL;
+        uintptr_t ask = i % 4 == 3 && span > 8 ? span - 8 : span;
+        if (align <= KEEP_LOW)
+            b = malloc(ask);
+        else if (posix_memalign(&b, align, ask))
+            b = NULL;
+        if (!b) {
+            no_memory = true;
+            break;
+        }
+        size_t usable = malloc_usable_size(b);
+        int score = -1;
+        if (((uintptr_t)b - base) % modulo == 0 && usable >= span)
+            score = (want == 3 && ((uintptr_t)b - base) % KEEP_LOW2 == 0 ? 2 : 0) +
+                    (usable == span);
+        if (score > best_score) {
+            if (best)
+                kept[nkept++] = best;
+            best = b;
+            best_score = score;
+        } else {
+            kept[nkept++] = b;
+        }
+        if (best_score >= want)
+            break;
+        uintptr_t next = (uintptr_t)b + usable + 8;   /* after b's chunk */
+        uintptr_t gap = (base - next) % aim;
+        if (gap < 32)   /* glibc's smallest chunk */
+            gap += aim;
+        void *spacer = malloc(gap - 8);
+        if (spacer)
+            kept[nkept++] = spacer;
+    }
+    *refused = !best && !no_memory;
+    while (nkept > 0)
+        free(kept[--nkept]);
+    return best;
+}
+
 int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
 {
     struct exo_carat_move_cost c;
@@ -324,9 +398,15 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     uintptr_t span = malloc_usable_size((void *)base);
     if (span < size)
         span = size;
-    void *dest = NULL;
-    if (posix_memalign(&dest, align, span))
-        dest = NULL;
+    bool refused;
+    void *dest = copy_block(base, align, span, &refused);
+    if (!dest && refused) {
+        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        return exo_fail(EXO_EAGAIN, "no block for a copy of the %lu-byte allocation at %#lx "
+                        "at the same address modulo %lu: nothing moved, try again",
+                        (unsigned long)size, (unsigned long)base,
+                        (unsigned long)(align > KEEP_LOW ? align : KEEP_LOW));
+    }
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
 
@@ -354,9 +434,12 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
      * new block (as they once were), an old logged store would replace the value the scan
      * found, and the next move would leave that slot unpatched. */
     exo_carat_flush_all();
-    /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it. */
+    /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it; and the
+     * address one past its last usable byte (the next chunk's size field, no block's
+     * address), which programs keep as the end of a block they carve up by its usable size
+     * (the escape sets keep them too: a value may be base + span). */
     struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + span, false, true, 0, 0 };
+                       base + span + 1, false, true, 0, 0 };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
