@@ -141,9 +141,9 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # moves refused while a derived address is held; moves while four threads run; pointers
 # stored as integers; pointers that qsort rearranged; a slot logged, then copied over; a
 # block realloc resized in place; a big block of pointers to itself; usable sizes and ends;
-# a flag byte over a stale pointer on the stack.
+# a flag byte over a stale pointer on the stack; a stale slot that looks like malloc's link.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
-         move_realloc move_self move_usable move_narrow; do
+         move_realloc move_self move_usable move_narrow move_freed; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

@@ -71,13 +71,14 @@ static int range_of(uintptr_t a)
     return -1;
 }
 
-/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can;
- * elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented library) only
- * if a writable mapping holds them. Unknown (the mappings unreadable): no. */
-static bool slot_usable(uintptr_t slot)
+/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can
+ * (*in_alloc set); elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented
+ * library) only if a writable mapping holds them. Unknown (the mappings unreadable): no. */
+static bool slot_usable(uintptr_t slot, bool *in_alloc)
 {
     const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
-    if (a && slot + 8 <= a->base + a->size)
+    *in_alloc = a && slot + 8 <= a->base + a->size;
+    if (*in_alloc)
         return true;
     return load_maps() == 0 && range_of(slot) >= 0;
 }
@@ -190,7 +191,15 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
         struct escape_slot *e = &s->slots[i];
         if (!e->slot || e->value - p->base > p->size)   /* one past the end too */
             continue;
-        if (slot_usable(e->slot) && holds(e->slot, e->value))
+        /* Outside every live allocation (in freed memory, or an uninstrumented library's),
+         * the address of the next malloc chunk (the block's last 8 bytes) is glibc's own
+         * link in a free chunk far more often than a pointer of the program: a stale slot
+         * recorded in a block's uninitialised tail, freed since, held exactly that again
+         * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
+         * (SQLite's fuzzcheck). */
+        bool in_alloc;
+        if (slot_usable(e->slot, &in_alloc) && holds(e->slot, e->value) &&
+            (in_alloc || e->value != p->base + p->size - 8))
             patch_word(p, (uintptr_t *)e->slot);
         /* Known to hold it or not, the slot's expected value follows the block: a copy
          * whose hook ran before this move writes the patched source into it after. */
