@@ -119,6 +119,10 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
  * reads the program's memory, and a stopped thread may be between an escape's hook and its
  * store. Returns the number dropped. */
 uint32_t exo_carat_escape_set_purge(struct alloc_table *t, struct escape_set *s);
+/* Move every slot in [lo, lo + len) by delta (the slots inside a block that moved), in one
+ * pass over a new array; -EXO_ENOMEM leaves s as it was. */
+int exo_carat_escape_set_rekey(struct escape_set *s, uintptr_t lo, uintptr_t len,
+                               intptr_t delta);
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
 
 #endif

@@ -9,9 +9,17 @@
 
 #include <string.h>
 
+/* A mixing hash (splitmix64's finaliser), not a plain multiplication: a multiplicative hash
+ * is linear, so the slots of a moved block (old addresses plus a constant) land on the old
+ * slots' pattern shifted by a constant, and a block full of pointers to itself (SQLite's
+ * sorter list, 2 MB of them) grew runs of 46,000 occupied entries that made every probe
+ * of the set walk them. */
 static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
 {
-    return (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+    uint64_t x = slot;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(x ^ (x >> 31)) & (cap - 1);
 }
 
 static void set_put(struct escape_set *s, uintptr_t slot, uintptr_t value)
@@ -104,6 +112,27 @@ uint32_t exo_carat_escape_set_purge(struct alloc_table *t, struct escape_set *s)
         }
     }
     return dropped;
+}
+
+int exo_carat_escape_set_rekey(struct escape_set *s, uintptr_t lo, uintptr_t len,
+                               intptr_t delta)
+{
+    if (!s->count)
+        return 0;
+    struct escape_set out = { exo_carat_mem_alloc(s->cap * sizeof *s->slots), s->cap, 0 };
+    if (!out.slots)
+        return -EXO_ENOMEM;
+    /* The others first: where a stale slot recorded in memory the new block now occupies
+     * meets a moved one, the moved one (the block's live content) wins. */
+    for (int moved = 0; moved < 2; moved++)
+        for (uint32_t i = 0; i < s->cap; i++) {
+            struct escape_slot e = s->slots[i];
+            if (e.slot && (e.slot - lo < len) == (bool)moved)
+                set_put(&out, moved ? e.slot + (uintptr_t)delta : e.slot, e.value);
+        }
+    exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
+    *s = out;
+    return 0;
 }
 
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)

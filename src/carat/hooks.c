@@ -203,19 +203,17 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
         if (size == UINT64_MAX)
             size = malloc_usable_size(p);
         if (old == p) {   /* in place: the pointers to it stay good, and so do its escapes */
-            carat_enter();
             pthread_mutex_lock(&exo_carat.lock);
             exo_carat_alloc_table_resize(&exo_carat.table, (uintptr_t)p, size, EXO_CARAT_HEAP,
                                          site);
             pthread_mutex_unlock(&exo_carat.lock);
-            carat_leave();
         } else {
             if (old)
                 untrack(old);
             track(p, size, EXO_CARAT_HEAP, site);
-        }
-        if (old != p) {   /* the pointers old held are in p now */
+            /* the pointers old held are in p now */
             pthread_mutex_lock(&exo_carat.lock);
+            exo_carat_flush_own();   /* older than the scan: applied first (hook_copy) */
             exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
             pthread_mutex_unlock(&exo_carat.lock);
         }
@@ -335,6 +333,11 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
         return;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
+    /* The scan writes the table directly: this thread's logged escapes are older and must
+     * go in first. Applied later, a logged store to a slot the copy then overwrote would
+     * put the slot's old value back, and a move would leave the slot unpatched (SQLite's
+     * lookaside slots are stored to, freed and copied into again all the time). */
+    exo_carat_flush_own();
     exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();

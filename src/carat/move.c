@@ -71,13 +71,14 @@ static int range_of(uintptr_t a)
     return -1;
 }
 
-/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can;
- * elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented library) only
- * if a writable mapping holds them. Unknown (the mappings unreadable): no. */
-static bool slot_usable(uintptr_t slot)
+/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can
+ * (*in_alloc set); elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented
+ * library) only if a writable mapping holds them. Unknown (the mappings unreadable): no. */
+static bool slot_usable(uintptr_t slot, bool *in_alloc)
 {
     const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
-    if (a && slot + 8 <= a->base + a->size)
+    *in_alloc = a && slot + 8 <= a->base + a->size;
+    if (*in_alloc)
         return true;
     return load_maps() == 0 && range_of(slot) >= 0;
 }
@@ -128,31 +129,30 @@ struct patch {
     uintptr_t base, size;
     intptr_t delta;
     uint64_t patched;
-    uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail */
+    uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail, end */
     bool in_libc;              /* the words being visited are a thread's stopped in libc */
     bool check;
     uint64_t derived;          /* check: words found near the block, outside it */
     uintptr_t derived_value;   /* the first of them, for the error message */
 };
 
-/* Is v in the block's own malloc chunk, or one past its end? Those are patched. */
+/* Is v in the block's own malloc chunk (one past its usable end included)? Those are
+ * patched. */
 static bool in_own_chunk(const struct patch *p, uintptr_t v)
 {
-    return v - p->own_lo <= p->own_hi - p->own_lo;
+    return v - p->own_lo < p->own_hi - p->own_lo;
 }
 
-/* Is v, outside the block, an address derived from it? Just before its chunk (a base kept
- * for 1-based indexing), and neither inside nor one past the end of another tracked
- * allocation. Past the chunk's end is the next chunk, often a block of the C library's
- * (a thread's DTV, a stdio buffer): an address there is taken for one into that block, not
- * for one derived from ours (C allows one past the end, which is patched). Called with
- * the runtime's lock held. */
+/* Is v, outside the block, an address derived from it? Near it, and neither inside nor one
+ * past the end of another tracked allocation. Memory of the C library's right after the
+ * block looks the same (a thread's DTV, which its TLS points into): a false alarm, the
+ * move is only refused. Called with the runtime's lock held. */
 static bool derived_from_block(const struct patch *p, uintptr_t v)
 {
     if (in_own_chunk(p, v))
         return p->in_libc;               /* the block's own chunk: patched, unless in malloc */
-    if (v > p->own_hi || p->own_lo - v > DERIVED_REACH)
-        return false;                    /* after the chunk, or far before it */
+    if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
+        return false;                    /* far from the block (or v < DERIVED_REACH) */
     if (exo_carat_alloc_table_find(&exo_carat.table, v))
         return false;
     const struct alloc *before = exo_carat_alloc_table_find(&exo_carat.table, v - 1);
@@ -200,7 +200,15 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
         struct escape_slot *e = &s->slots[i];
         if (!e->slot || e->value - p->base > p->size)   /* one past the end too */
             continue;
-        if (slot_usable(e->slot) && holds(e->slot, e->value))
+        /* Outside every live allocation (in freed memory, or an uninstrumented library's),
+         * the address of the next malloc chunk (the block's last 8 bytes) is glibc's own
+         * link in a free chunk far more often than a pointer of the program: a stale slot
+         * recorded in a block's uninitialised tail, freed since, held exactly that again
+         * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
+         * (SQLite's fuzzcheck). */
+        bool in_alloc;
+        if (slot_usable(e->slot, &in_alloc) && holds(e->slot, e->value) &&
+            (in_alloc || e->value != p->base + p->size - 8))
             patch_word(p, (uintptr_t *)e->slot);
         /* Known to hold it or not, the slot's expected value follows the block: a copy
          * whose hook ran before this move writes the patched source into it after. */
@@ -278,37 +286,15 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *u
 #endif
 }
 
-/* Escapes still in the threads' logs (not yet in the table): a slot logged with a value
- * inside the block is patched like a slot of its escape set. Their threads are stopped
- * outside the runtime, so their logs are quiet. */
-CARAT_NO_ASAN static void patch_logged(struct patch *p)
-{
-    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        for (uint32_t i = 0; i < t->n; i++)
-            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot) &&
-                holds(t->log[i].slot, t->log[i].value))
-                patch_word(p, (uintptr_t *)t->log[i].slot);
-}
-
-/* After the copy, the logs speak of the new block: a logged slot inside the old block is at
- * the same offset of the new one, and so is a logged value (its slot was patched, or will
- * be written with the patched register). */
-static void rebase_logs(const struct patch *p)
-{
-    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        for (uint32_t i = 0; i < t->n; i++) {
-            if (t->log[i].slot - p->base < p->size)
-                t->log[i].slot += (uintptr_t)p->delta;
-            if (t->log[i].value - p->base <= p->size)   /* one past the end too */
-                t->log[i].value += (uintptr_t)p->delta;
-        }
-}
-
 /* Keep the escape map right after the copy: slots that were inside the old block are now
- * at the same offset in the new one, and the new block's pointers are escapes of theirs. */
+ * at the same offset in the new one, and the new block's pointers are escapes of theirs.
+ * One pass over the set (a block of 2 MB holds 250,000 pointers to itself); without memory
+ * for it, a few slots at a time. */
 static void rekey_inner_slots(struct alloc *a, struct patch *p)
 {
     struct escape_set *s = &a->escapes;
+    if (exo_carat_escape_set_rekey(s, p->base, p->size, p->delta) == 0)
+        return;
     struct escape_slot moved[64];
     int nmoved;
     do {
@@ -322,6 +308,114 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
                                      moved[i].value, false);
         }
     } while (nmoved == 64);
+}
+
+/* The block the copy goes to. Three things the program may see are kept:
+ *  - The low bits of its address: the block's own alignment, and at least the low byte,
+ *    so that the move's offset leaves the low byte of every patched word as it was. Stack
+ *    slots and registers are patched conservatively, and compilers reuse them for narrower
+ *    data: a byte flag stored over the low byte of a stale pointer into the block leaves a
+ *    word that still points into it (SQLite's selectExpander keeps a bool in a spill slot
+ *    that held a pointer before, and setcc writes only a register's low byte); patched,
+ *    the flag must still read the same. Blocks of KEEP_LOW2_FROM bytes or more are given
+ *    the same address modulo 64 KiB if the heap allows (a 16-bit value over the low half
+ *    of a stale pointer into such a block points into it too, most of the time).
+ *  - Its usable size if glibc gives one, which programs read (SQLite counts its memory in
+ *    use by it: copies a few bytes bigger left the count at -32 bytes at the end of its
+ *    tests). A block malloc mapped on its own (usable size a number of pages less 16 bytes)
+ *    is only matched by asking 8 bytes less; failing that, a bigger block will do.
+ * Blocks that do not fit are kept aside while trying again, each followed by a spacer that
+ * should put the next try at the right address (where malloc carves the next chunk from
+ * the same free space). NULL: no memory, or (*refused set) no fitting block in a few
+ * tries. */
+#define COPY_TRIES 64          /* for small blocks, which come from free lists in any order */
+#define COPY_TRIES_BIG 16      /* for blocks of COPY_BIG bytes or more, carved one by one */
+#define COPY_BIG (64u << 10)
+#define KEEP_LOW 256
+#define KEEP_LOW2 65536
+#define KEEP_LOW2_FROM 4096
+static void *copy_block(uintptr_t base, uintptr_t align, uintptr_t span, bool *refused)
+{
+    void *kept[2 * COPY_TRIES], *best = NULL;
+    int nkept = 0, best_score = -1;
+    bool no_memory = false;
+    uintptr_t modulo = align > KEEP_LOW ? align : KEEP_LOW;
+    /* score: 2 for the same address modulo KEEP_LOW2 (when sought), 1 for the usable size */
+    int want = span >= KEEP_LOW2_FROM ? 3 : 1;
+    uintptr_t aim = want == 3 ? KEEP_LOW2 : KEEP_LOW;
+    int tries = span < COPY_BIG ? COPY_TRIES : COPY_TRIES_BIG;
+    for (int i = 0; best_score < want && i < tries; i++) {
+        void *b = NULL;
+        uintptr_t ask = i % 4 == 3 && span > 8 ? span - 8 : span;
+        if (align <= KEEP_LOW)
+            b = malloc(ask);
+        else if (posix_memalign(&b, align, ask))
+            b = NULL;
+        if (!b) {
+            no_memory = true;
+            break;
+        }
+        size_t usable = malloc_usable_size(b);
+        int score = -1;
+        if (((uintptr_t)b - base) % modulo == 0 && usable >= span)
+            score = (want == 3 && ((uintptr_t)b - base) % KEEP_LOW2 == 0 ? 2 : 0) +
+                    (usable == span);
+        if (score > best_score) {
+            if (best)
+                kept[nkept++] = best;
+            best = b;
+            best_score = score;
+        } else {
+            kept[nkept++] = b;
+        }
+        if (best_score >= want)
+            break;
+        uintptr_t next = (uintptr_t)b + usable + 8;   /* after b's chunk */
+        uintptr_t gap = (base - next) % aim;
+        if (gap < 32)   /* glibc's smallest chunk */
+            gap += aim;
+        void *spacer = malloc(gap - 8);
+        if (spacer)
+            kept[nkept++] = spacer;
+    }
+    *refused = !best && !no_memory;
+    while (nkept > 0)
+        free(kept[--nkept]);
+    return best;
+}
+
+/* Stores the stopped threads' logs announce into the block itself. A thread may be stopped
+ * between such a hook and its store: its slot still holds the old value, the only one the
+ * scan of the copy can see, and the announced value (another block's address, kept in that
+ * block's set under the slot's old address) would be lost with the old block. Kept before
+ * the logs are applied, and told again in the new block's addresses after the scan (newer
+ * after older, so the last store of each slot wins, as it will in memory). */
+#define INNER_CAP 8192
+static struct escape_entry *inner;
+static uint32_t ninner;
+
+/* Keep them; false if there are more than INNER_CAP (the move is then refused). */
+static bool keep_inner_logged(uintptr_t base, uintptr_t span)
+{
+    ninner = 0;
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        for (uint32_t i = 0; i < t->n; i++)
+            if (t->log[i].slot - base < span) {
+                if (ninner == INNER_CAP)
+                    return false;
+                inner[ninner++] = t->log[i];
+            }
+    return true;
+}
+
+static void note_inner_logged(const struct patch *p)
+{
+    for (uint32_t i = 0; i < ninner; i++) {
+        uintptr_t v = inner[i].value;
+        if (v - p->base <= p->size)   /* into the block itself (one past the end too) */
+            v += (uintptr_t)p->delta;
+        exo_carat_note_escape(inner[i].slot + (uintptr_t)p->delta, v, false);
+    }
 }
 
 int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
@@ -345,6 +439,13 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)addr);
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
+    if (!inner) {
+        pthread_mutex_lock(&exo_carat.lock);
+        inner = exo_carat_mem_alloc(INNER_CAP * sizeof *inner);
+        pthread_mutex_unlock(&exo_carat.lock);
+        if (!inner)
+            return exo_fail(EXO_ENOMEM, "no memory for the move's list of logged stores");
+    }
     find_libc();
     /* The program may use the whole block malloc gave it, not only the size it asked for:
      * malloc_usable_size says how much, and programs rely on it (SQLite sizes its string
@@ -356,9 +457,15 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     uintptr_t span = malloc_usable_size((void *)base);
     if (span < size)
         span = size;
-    void *dest = NULL;
-    if (posix_memalign(&dest, align, span))
-        dest = NULL;
+    bool refused;
+    void *dest = copy_block(base, align, span, &refused);
+    if (!dest && refused) {
+        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        return exo_fail(EXO_EAGAIN, "no block for a copy of the %lu-byte allocation at %#lx "
+                        "at the same address modulo %lu: nothing moved, try again",
+                        (unsigned long)size, (unsigned long)base,
+                        (unsigned long)(align > KEEP_LOW ? align : KEEP_LOW));
+    }
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
 
@@ -381,9 +488,26 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
                         (unsigned long)base);
     }
     maps_loaded = false;   /* read again if this move needs them */
-    /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it. */
+    /* The stopped threads' logs go into the table first, in order, so that the escape sets
+     * alone say what each slot was last given. Applied after the move's own scan of the
+     * new block (as they once were), an old logged store would replace the value the scan
+     * found, and the next move would leave that slot unpatched. */
+    if (!keep_inner_logged(base, span)) {
+        pthread_mutex_unlock(&exo_carat.lock);
+        exo_carat_world_resume();
+        free(dest);
+        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        return exo_fail(EXO_EAGAIN, "more than %d stores into the %lu-byte allocation at %#lx "
+                        "are logged and not yet applied: nothing moved, try again",
+                        INNER_CAP, (unsigned long)size, (unsigned long)base);
+    }
+    exo_carat_flush_all();
+    /* The block's chunk, as glibc's malloc lays it out: a 16-byte header before it; and the
+     * address one past its last usable byte (the next chunk's size field, no block's
+     * address), which programs keep as the end of a block they carve up by its usable size
+     * (the escape sets keep them too: a value may be base + span). */
     struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + span, false, true, 0, 0 };
+                       base + span + 1, false, true, 0, 0 };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
@@ -403,7 +527,6 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     p.in_libc = false;
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
-    patch_logged(&p);
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
@@ -413,8 +536,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
     exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, span);
-    rebase_logs(&p);
-    exo_carat_flush_all();   /* the stopped threads' logs, now in the new coordinates */
+    note_inner_logged(&p);
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);
     exo_carat_world_resume();
