@@ -257,6 +257,16 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
     }
 }
 
+bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uintptr_t value)
+{
+    if (!s->cap)
+        return false;
+    for (uint32_t i = slot_hash(slot, s->cap); s->slots[i].slot; i = (i + 1) & (s->cap - 1))
+        if (s->slots[i].slot == slot)
+            return s->slots[i].value == value;
+    return false;
+}
+
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
 {
     t->bytes -= (uint64_t)s->cap * sizeof *s->slots;

@@ -76,6 +76,8 @@ void exo_carat_alloc_table_clear(struct alloc_table *t);
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
                              uintptr_t value);
 void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
+/* Is slot in the set, last told to hold exactly value? */
+bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uintptr_t value);
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s);
 
 #endif

@@ -402,9 +402,11 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     memcpy(dest, (void *)base, span);
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
-    exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, span);
     rebase_logs(&p);
     exo_carat_flush_all();   /* the stopped threads' logs, now in the new coordinates */
+    /* The pointers the block holds into other allocations: known at the old slots (every
+     * log is flushed), now at the same offsets of the new block. */
+    exo_carat_scan_known((uintptr_t)dest, base, span, true);
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);
     exo_carat_world_resume();
