@@ -204,20 +204,18 @@ static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
     return (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
 }
 
-static void set_put(struct escape_set *s, uintptr_t slot, uintptr_t value)
+static void set_put(struct escape_set *s, struct escape_slot e)
 {
-    uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i].slot && s->slots[i].slot != slot)
+    uint32_t i = slot_hash(e.slot, s->cap);
+    while (s->slots[i].slot && s->slots[i].slot != e.slot)
         i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i].slot) {
-        s->slots[i].slot = slot;
+    if (!s->slots[i].slot)
         s->count++;
-    }
-    s->slots[i].value = value;
+    s->slots[i] = e;
 }
 
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
-                             uintptr_t value)
+                             uintptr_t value, bool in_alloc)
 {
     if ((uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3) {   /* keep load under 3/4 */
         uint32_t cap = s->cap ? s->cap * 2 : 4;
@@ -226,14 +224,14 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
             return -EXO_ENOMEM;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->slots[i].slot)
-                set_put(&bigger, s->slots[i].slot, s->slots[i].value);
+                set_put(&bigger, s->slots[i]);
         t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
         if (t->bytes > t->peak_bytes)
             t->peak_bytes = t->bytes;
         exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }
-    set_put(s, slot, value);
+    set_put(s, (struct escape_slot){ slot, value, in_alloc });
     return 0;
 }
 
@@ -253,7 +251,7 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
         struct escape_slot e = s->slots[j];
         s->slots[j].slot = 0;
         s->count--;
-        set_put(s, e.slot, e.value);
+        set_put(s, e);
     }
 }
 

@@ -12,6 +12,10 @@
  * hold (by an escape hook, a copy, or a move). */
 struct escape_slot {
     uintptr_t slot, value;
+    /* The slot lay in a tracked allocation then: once none holds it, it is freed memory
+     * (reused by malloc's own links, or unmapped and mapped again for the runtime's tables)
+     * and no longer a slot of the program's. */
+    bool in_alloc;
 };
 
 /* A set of slots (open addressing on the slot address, slot 0 = empty). */
@@ -72,9 +76,10 @@ void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *
 void exo_carat_alloc_table_clear(struct alloc_table *t);
 
 /* Escape sets. */
-/* Add slot, or give it its new value if it is there. */
+/* Add slot, or give it its new value if it is there. in_alloc: slot lies in a tracked
+ * allocation (struct escape_slot). */
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
-                             uintptr_t value);
+                             uintptr_t value, bool in_alloc);
 void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
 /* Is slot in the set, last told to hold exactly value? */
 bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uintptr_t value);

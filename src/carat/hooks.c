@@ -88,7 +88,8 @@ static struct alloc *target_of(uintptr_t value)
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value)
 {
     struct alloc *a = target_of(value);
-    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value) == 0)
+    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value,
+                                      exo_carat_alloc_table_find(&exo_carat.table, slot)) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 
@@ -141,6 +142,7 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
     uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
     uintptr_t words = from_gone ? dst : from;
     bool flushed = false, complete = false;
+    bool dst_in_alloc = exo_carat_alloc_table_find(&exo_carat.table, dst) != NULL;
     /* A memmove up within one block goes from the end, so that no slot is looked up after
      * the entry of a word copied onto it replaced its own. */
     bool backward = dst > from && dst - from < len;
@@ -166,7 +168,8 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
             continue;
         if (known && from_gone)
             exo_carat_escape_set_remove(&a->escapes, from + off);
-        if (exo_carat_escape_set_add(&exo_carat.table, &a->escapes, dst + off, v) == 0)
+        if (exo_carat_escape_set_add(&exo_carat.table, &a->escapes, dst + off, v,
+                                     dst_in_alloc) == 0)
             exo_carat_alloc_table_consider(&exo_carat.table, a);
     }
 }
@@ -192,6 +195,9 @@ static void untrack(void *p)
         return;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
+    /* This thread's stores into the block, noted while it is still tracked: their slots
+     * then die with it (struct escape_slot's in_alloc). */
+    exo_carat_flush_own();
     exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     pthread_mutex_unlock(&exo_carat.lock);
     atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);

@@ -71,15 +71,18 @@ static int range_of(uintptr_t a)
     return -1;
 }
 
-/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can;
- * elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented library) only
- * if a writable mapping holds them. Unknown (the mappings unreadable): no. */
-static bool slot_usable(uintptr_t slot)
+/* Can the 8 bytes at slot be read and written, as the program's? Inside a live tracked
+ * allocation they can. A slot that lay in one when the runtime heard of it (in_alloc) and
+ * lies in none now is freed memory: malloc's links, or pages unmapped and mapped again for
+ * the runtime's own tables, where a word may well equal the value. Elsewhere (TLS, memory of
+ * an uninstrumented library) only if a writable mapping holds them. Unknown (the mappings
+ * unreadable): no. */
+static bool slot_usable(uintptr_t slot, bool in_alloc)
 {
     const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
     if (a && slot + 8 <= a->base + a->size)
         return true;
-    return load_maps() == 0 && range_of(slot) >= 0;
+    return !in_alloc && load_maps() == 0 && range_of(slot) >= 0;
 }
 
 /* The C library's code, found once before the first stop (dl_iterate_phdr takes the
@@ -190,7 +193,7 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
         struct escape_slot *e = &s->slots[i];
         if (!e->slot || e->value - p->base > p->size)   /* one past the end too */
             continue;
-        if (slot_usable(e->slot) && holds(e->slot, e->value))
+        if (slot_usable(e->slot, e->in_alloc) && holds(e->slot, e->value))
             patch_word(p, (uintptr_t *)e->slot);
         /* Known to hold it or not, the slot's expected value follows the block: a copy
          * whose hook ran before this move writes the patched source into it after. */
@@ -275,7 +278,7 @@ CARAT_NO_ASAN static void patch_logged(struct patch *p)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
         for (uint32_t i = 0; i < t->n; i++)
-            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot) &&
+            if (t->log[i].value - p->base <= p->size && slot_usable(t->log[i].slot, false) &&
                 holds(t->log[i].slot, t->log[i].value))
                 patch_word(p, (uintptr_t *)t->log[i].slot);
 }
@@ -309,7 +312,7 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
         for (int i = 0; i < nmoved; i++) {
             exo_carat_escape_set_remove(s, moved[i].slot);
             exo_carat_escape_set_add(&exo_carat.table, s, moved[i].slot + (uintptr_t)p->delta,
-                                     moved[i].value);
+                                     moved[i].value, moved[i].in_alloc);
         }
     } while (nmoved == 64);
 }
