@@ -142,10 +142,12 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # stored as integers; pointers that qsort rearranged; a slot logged, then copied over; a
 # block realloc resized in place; a big block of pointers to itself; usable sizes and ends;
 # a flag byte over a stale pointer on the stack; a stale slot that looks like malloc's link;
-# stack objects released at return and after a longjmp; the allocation table answering
-# lookups under 200,000 random allocations, reallocs and frees.
+# words that only look like pointers (a type tag over stale bytes) carried by realloc and
+# memcpy, left alone; stack objects released at return and after a longjmp; the allocation
+# table answering lookups under 200,000 random allocations, reallocs and frees.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
-         move_realloc move_self move_usable move_narrow move_freed stack_objects table_stress; do
+         move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
+         table_stress; do
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

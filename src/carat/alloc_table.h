@@ -14,6 +14,10 @@
  * hold (by an escape hook, a copy, or a move). */
 struct escape_slot {
     uintptr_t slot, value;
+    /* The slot lay in a tracked allocation then: once none holds it, it is freed memory
+     * (reused by malloc's own links, or unmapped and mapped again for the runtime's tables)
+     * and no longer a slot of the program's. */
+    bool in_alloc;
 };
 
 /* A set of slots (open addressing on the slot address, slot 0 = empty). */
@@ -106,12 +110,15 @@ void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *
 void exo_carat_alloc_table_clear(struct alloc_table *t);
 
 /* Escape sets. */
-/* Add slot, or give it its new value if it is there. may_purge: a set that must grow is
- * first purged (exo_carat_escape_set_purge), and grows only if that freed less than a
- * quarter of it; only when every slot in the set has been written. -EXO_ENOMEM. */
+/* Add slot, or give it its new value if it is there. in_alloc: slot lies in a tracked
+ * allocation (struct escape_slot). may_purge: a set that must grow is first purged
+ * (exo_carat_escape_set_purge), and grows only if that freed less than a quarter of it;
+ * only when every slot in the set has been written. -EXO_ENOMEM. */
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
-                             uintptr_t value, bool may_purge);
+                             uintptr_t value, bool in_alloc, bool may_purge);
 void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot);
+/* Is slot in the set, last told to hold exactly value? */
+bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uintptr_t value);
 /* Drop the slots that no longer hold the value they were told of (a pointer overwritten
  * with one into another allocation: the old entry would never be patched), as far as they
  * can be read safely (inside a live tracked allocation); others are kept. Without this a

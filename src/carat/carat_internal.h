@@ -111,8 +111,18 @@ void exo_carat_flush_thread(struct carat_thread *t, bool settled);
  * allocation (lock held). `settled` as for exo_carat_flush_thread. */
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled);
 /* Note, for every word of [src, src + len) that points into a tracked allocation, that the
- * same offset of dst will hold it (lock held). src == dst: the pointers a block holds. */
+ * same offset of dst will hold it (lock held). src == dst: the pointers a block holds. For
+ * memory the runtime knows nothing of (a stack, data an uninstrumented library wrote). */
 void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len);
+/* Copies out of tracked memory (lock held): note, for every word of [from, from + len) that
+ * the runtime knows to be a pointer there (its escape set has that slot with that very
+ * value), that the same offset of dst holds it too. Any other word that merely looks like
+ * one is not taken: a TValue's type tag over the low byte of a stale pointer in its padding,
+ * the value bytes Lua leaves in an emptied slot, glibc's links in a free chunk; a move would
+ * rewrite them. Unknown words are still taken while another thread's log may hold their
+ * stores. from_gone: the words were copied to dst already and from is freed (realloc, a
+ * move): they are read at dst, and the old slots' entries are dropped. */
+void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t len, bool from_gone);
 
 /* ---- stopping the world (world.c) ---- */
 

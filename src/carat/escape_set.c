@@ -22,16 +22,14 @@ static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
     return (uint32_t)(x ^ (x >> 31)) & (cap - 1);
 }
 
-static void set_put(struct escape_set *s, uintptr_t slot, uintptr_t value)
+static void set_put(struct escape_set *s, struct escape_slot e)
 {
-    uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i].slot && s->slots[i].slot != slot)
+    uint32_t i = slot_hash(e.slot, s->cap);
+    while (s->slots[i].slot && s->slots[i].slot != e.slot)
         i = (i + 1) & (s->cap - 1);
-    if (!s->slots[i].slot) {
-        s->slots[i].slot = slot;
+    if (!s->slots[i].slot)
         s->count++;
-    }
-    s->slots[i].value = value;
+    s->slots[i] = e;
 }
 
 static bool set_full(const struct escape_set *s)
@@ -40,7 +38,7 @@ static bool set_full(const struct escape_set *s)
 }
 
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
-                             uintptr_t value, bool may_purge)
+                             uintptr_t value, bool in_alloc, bool may_purge)
 {
     /* Purge first only if it pays: a quarter of the set freed means a quarter of its size
      * in adds before the next purge, so each add costs O(1) on average. */
@@ -54,14 +52,14 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
             return -EXO_ENOMEM;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->slots[i].slot)
-                set_put(&bigger, s->slots[i].slot, s->slots[i].value);
+                set_put(&bigger, s->slots[i]);
         t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
         if (exo_carat_alloc_table_bytes(t) > t->peak_bytes)
             t->peak_bytes = exo_carat_alloc_table_bytes(t);
         exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }
-    set_put(s, slot, value);
+    set_put(s, (struct escape_slot){ slot, value, in_alloc });
     return 0;
 }
 
@@ -81,7 +79,7 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
         struct escape_slot e = s->slots[j];
         s->slots[j].slot = 0;
         s->count--;
-        set_put(s, e.slot, e.value);
+        set_put(s, e);
     }
 }
 
@@ -127,12 +125,25 @@ int exo_carat_escape_set_rekey(struct escape_set *s, uintptr_t lo, uintptr_t len
     for (int moved = 0; moved < 2; moved++)
         for (uint32_t i = 0; i < s->cap; i++) {
             struct escape_slot e = s->slots[i];
-            if (e.slot && (e.slot - lo < len) == (bool)moved)
-                set_put(&out, moved ? e.slot + (uintptr_t)delta : e.slot, e.value);
+            if (e.slot && (e.slot - lo < len) == (bool)moved) {
+                if (moved)
+                    e.slot += (uintptr_t)delta;
+                set_put(&out, e);
+            }
         }
     exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
     *s = out;
     return 0;
+}
+
+bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uintptr_t value)
+{
+    if (!s->cap)
+        return false;
+    for (uint32_t i = slot_hash(slot, s->cap); s->slots[i].slot; i = (i + 1) & (s->cap - 1))
+        if (s->slots[i].slot == slot)
+            return s->slots[i].value == value;
+    return false;
 }
 
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)

@@ -83,15 +83,25 @@ static struct carat_thread *my_thread(void)
     return t;
 }
 
-void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
+/* The tracked allocation value points into, or one past the end of (glibc puts no other
+ * block there), or NULL (lock held). */
+static struct alloc *target_of(uintptr_t value)
 {
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
-    if (!a) {   /* one past the end of a block (glibc puts no other block there) */
+    if (!a) {
         a = exo_carat_alloc_table_find(&exo_carat.table, value - 1);
         if (a && value != a->base + a->size)
             a = NULL;
     }
-    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value, settled) == 0)
+    return a;
+}
+
+void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
+{
+    struct alloc *a = target_of(value);
+    bool in_alloc = exo_carat_alloc_table_find(&exo_carat.table, slot) != NULL;
+    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value, in_alloc,
+                                      settled) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 
@@ -159,6 +169,55 @@ CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t le
     }
 }
 
+/* Has another thread logged escapes the table has not seen yet? Only the thread itself
+ * appends to its log, and emptying it takes the lock the caller holds, so a count read
+ * while it appends can only err toward yes. */
+static bool others_unflushed(void)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        if (t != exo_carat_tls.thread && __atomic_load_n(&t->n, __ATOMIC_RELAXED))
+            return true;
+    return false;
+}
+
+CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t len,
+                                        bool from_gone)
+{
+    uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
+    uintptr_t words = from_gone ? dst : from;
+    bool flushed = false, complete = false;
+    bool dst_in_alloc = exo_carat_alloc_table_find(&exo_carat.table, dst) != NULL;
+    /* A memmove up within one block goes from the end, so that no slot is looked up after
+     * the entry of a word copied onto it replaced its own. */
+    bool backward = dst > from && dst - from < len;
+    uint64_t n = len / 8;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = 8 * (backward ? n - 1 - i : i);
+        uintptr_t v;
+        memcpy(&v, (const void *)(words + off), sizeof v);
+        if (v < lo || v >= hi)
+            continue;
+        struct alloc *a = target_of(v);
+        if (!a)
+            continue;
+        bool known = exo_carat_escape_set_holds(&a->escapes, from + off, v);
+        if (!known && !flushed) {   /* the caller's own recent stores: into the table */
+            exo_carat_flush_own();
+            flushed = true;
+            complete = !others_unflushed();
+            a = target_of(v);   /* the flush may have grown the set, not moved blocks */
+            known = a && exo_carat_escape_set_holds(&a->escapes, from + off, v);
+        }
+        if (!a || (!known && complete))
+            continue;
+        if (known && from_gone)
+            exo_carat_escape_set_remove(&a->escapes, from + off);
+        if (exo_carat_escape_set_add(&exo_carat.table, &a->escapes, dst + off, v,
+                                     dst_in_alloc, false) == 0)
+            exo_carat_alloc_table_consider(&exo_carat.table, a);
+    }
+}
+
 static void track(void *p, uint64_t size, int kind, const char *site)
 {
     if (!p)
@@ -180,6 +239,9 @@ static void untrack(void *p)
         return;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
+    /* This thread's stores into the block, noted while it is still tracked: their slots
+     * then die with it (struct escape_slot's in_alloc). */
+    exo_carat_flush_own();
     exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     pthread_mutex_unlock(&exo_carat.lock);
     atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);
@@ -202,19 +264,33 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
     if (p) {   /* NULL: failed, old is untouched and still tracked */
         if (size == UINT64_MAX)
             size = malloc_usable_size(p);
+        /* realloc copied the old block's bytes at most (none for realloc(NULL, n)): the rest
+         * of p is uninitialized, old data and glibc's free-list links, and no pointer of the
+         * program's. */
         if (old == p) {   /* in place: the pointers to it stay good, and so do its escapes */
             pthread_mutex_lock(&exo_carat.lock);
             exo_carat_alloc_table_resize(&exo_carat.table, (uintptr_t)p, size, EXO_CARAT_HEAP,
                                          site);
             pthread_mutex_unlock(&exo_carat.lock);
         } else {
-            if (old)
+            uint64_t old_size = 0;   /* 0: old was not tracked (or NULL) */
+            if (old) {
+                pthread_mutex_lock(&exo_carat.lock);
+                const struct alloc *was = exo_carat_alloc_table_find(&exo_carat.table,
+                                                                     (uintptr_t)old);
+                if (was && was->base == (uintptr_t)old)
+                    old_size = was->size < size ? was->size : size;
+                pthread_mutex_unlock(&exo_carat.lock);
                 untrack(old);
+            }
             track(p, size, EXO_CARAT_HEAP, site);
             /* the pointers old held are in p now */
             pthread_mutex_lock(&exo_carat.lock);
             exo_carat_flush_own();   /* older than the scan: applied first (hook_copy) */
-            exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
+            if (old_size)
+                exo_carat_scan_known((uintptr_t)p, (uintptr_t)old, old_size, true);
+            else if (old)   /* a block the runtime never saw: whatever looks like a pointer */
+                exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
             pthread_mutex_unlock(&exo_carat.lock);
         }
     }
@@ -338,7 +414,12 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
      * put the slot's old value back, and a move would leave the slot unpatched (SQLite's
      * lookaside slots are stored to, freed and copied into again all the time). */
     exo_carat_flush_own();
-    exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
+    /* Out of tracked memory (a stack, an uninstrumented library's data) the runtime heard of
+     * no store: every word that points into an allocation is taken. */
+    if (exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)src))
+        exo_carat_scan_known((uintptr_t)dst, (uintptr_t)src, len, false);
+    else
+        exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
 }

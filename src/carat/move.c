@@ -71,16 +71,19 @@ static int range_of(uintptr_t a)
     return -1;
 }
 
-/* Can the 8 bytes at slot be read and written? Inside a live tracked allocation they can
- * (*in_alloc set); elsewhere (a stale slot in freed memory, TLS, memory of an uninstrumented
- * library) only if a writable mapping holds them. Unknown (the mappings unreadable): no. */
-static bool slot_usable(uintptr_t slot, bool *in_alloc)
+/* Can the 8 bytes at slot be read and written, as the program's? Inside a live tracked
+ * allocation they can (*in_alloc_now set). A slot that lay in one when the runtime heard of
+ * it (was_in_alloc) and lies in none now is freed memory: malloc's links, or pages unmapped
+ * and mapped again for the runtime's own tables, where a word may well equal the value.
+ * Elsewhere (TLS, memory of an uninstrumented library) only if a writable mapping holds
+ * them. Unknown (the mappings unreadable): no. */
+static bool slot_usable(uintptr_t slot, bool was_in_alloc, bool *in_alloc_now)
 {
     const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
-    *in_alloc = a && slot + 8 <= a->base + a->size;
-    if (*in_alloc)
+    *in_alloc_now = a && slot + 8 <= a->base + a->size;
+    if (*in_alloc_now)
         return true;
-    return load_maps() == 0 && range_of(slot) >= 0;
+    return !was_in_alloc && load_maps() == 0 && range_of(slot) >= 0;
 }
 
 /* The C library's code, found once before the first stop (dl_iterate_phdr takes the
@@ -207,7 +210,7 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
          * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
          * (SQLite's fuzzcheck). */
         bool in_alloc;
-        if (slot_usable(e->slot, &in_alloc) && holds(e->slot, e->value) &&
+        if (slot_usable(e->slot, e->in_alloc, &in_alloc) && holds(e->slot, e->value) &&
             (in_alloc || e->value != p->base + p->size - 8))
             patch_word(p, (uintptr_t *)e->slot);
         /* Known to hold it or not, the slot's expected value follows the block: a copy
@@ -305,7 +308,7 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
         for (int i = 0; i < nmoved; i++) {
             exo_carat_escape_set_remove(s, moved[i].slot);
             exo_carat_escape_set_add(&exo_carat.table, s, moved[i].slot + (uintptr_t)p->delta,
-                                     moved[i].value, false);
+                                     moved[i].value, moved[i].in_alloc, false);
         }
     } while (nmoved == 64);
 }
@@ -535,7 +538,9 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
     memcpy(dest, (void *)base, span);
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
     rekey_inner_slots(a, &p);
-    exo_carat_scan_copy((uintptr_t)dest, (uintptr_t)dest, span);
+    /* The pointers the block holds into other allocations: known at the old slots (every
+     * log was applied first), now at the same offsets of the new block. */
+    exo_carat_scan_known((uintptr_t)dest, base, span, true);
     note_inner_logged(&p);
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);

@@ -11,7 +11,11 @@
 # into the Lua stack or a table is an escape hook). Under moves (carat build) coroutines
 # fails at every rate: closing an upvalue writes its type tag over the low byte of its old
 # back pointer into the global state, and the move patches that word (fixed by giving the
-# runtime each escape's exact value); strings fails at 100 and 10,000 moves a second.
+# runtime each escape's exact value); strings failed at 100 and 10,000 moves a second: the
+# runtime took words that only looked like pointers for escapes when Lua's arrays were
+# realloc'd or copied (a TValue's tag over stale pointer bytes in its padding, glibc's
+# free-list links in a fresh block), and moves rewrote them (fixed by carrying over only
+# the pointers the runtime was told of).
 DEB_SOURCE=lua5.4
 QUICK=no
 
