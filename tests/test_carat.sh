@@ -148,6 +148,12 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress; do
+    # AddressSanitizer's allocator (the sanitizer build links it) gives a 2 MiB block no
+    # slack past its end, and move_self holds an address just past it: refused there.
+    if [ $t = move_self ] && [ $sanitized = yes ]; then
+        echo "sanitizer build: move_self not run"
+        continue
+    fi
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done

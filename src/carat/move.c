@@ -340,7 +340,13 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
 static void *copy_block(uintptr_t base, uintptr_t align, uintptr_t span, bool *refused)
 {
     void *kept[2 * COPY_TRIES], *best = NULL;
+    /* Under AddressSanitizer, whose allocator places blocks its own way (and which the
+     * sanitizer build links), the address's low bits cannot be asked for: any block does. */
+#if defined(__SANITIZE_ADDRESS__)
+    int nkept = 0, best_score = -2;
+#else
     int nkept = 0, best_score = -1;
+#endif
     bool no_memory = false;
     uintptr_t modulo = align > KEEP_LOW ? align : KEEP_LOW;
     /* score: 2 for the same address modulo KEEP_LOW2 (when sought), 1 for the usable size */
