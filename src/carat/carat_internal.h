@@ -137,7 +137,8 @@ void exo_carat_world_resume(void);
 int exo_carat_world_install(void);
 
 /* ---- moves (move.c) and the mover thread (mover.c) ---- */
-int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost);
+int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
+                       struct exo_carat_move_cost *cost);
 uintptr_t exo_carat_worst_heap(void);   /* lock held */
 
 #endif

@@ -134,6 +134,7 @@ struct patch {
     uint64_t patched;
     uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail, end */
     bool in_libc;              /* the words being visited are a thread's stopped in libc */
+    pid_t requester;           /* the thread waiting in exo_carat_move for this move, or 0 */
     bool check;
     uint64_t derived;          /* check: words found near the block, outside it */
     uintptr_t derived_value;   /* the first of them, for the error message */
@@ -266,7 +267,10 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *u
 {
 #if defined(__x86_64__)
     greg_t *g = uc->uc_mcontext.gregs;
-    p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo;
+    /* The thread that asked for this move waits in the C library (pthread_cond_wait), not
+     * in malloc: its words are the program's, as old chunk addresses in its stack are no
+     * malloc state (they refused moves of move_qsort's buffer one run in two). */
+    p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo && tid != p->requester;
     static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
                                 REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
                                 REG_R13, REG_R14, REG_R15 };
@@ -427,7 +431,8 @@ static void note_inner_logged(const struct patch *p)
     }
 }
 
-int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_cost *cost)
+int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
+                       struct exo_carat_move_cost *cost)
 {
     struct exo_carat_move_cost c;
     memset(&c, 0, sizeof c);
@@ -516,7 +521,7 @@ int exo_carat_move_now(uintptr_t addr, void **new_base, struct exo_carat_move_co
      * address), which programs keep as the end of a block they carve up by its usable size
      * (the escape sets keep them too: a value may be base + span). */
     struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + span + 1, false, true, 0, 0 };
+                       base + span + 1, false, requester, true, 0, 0 };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);

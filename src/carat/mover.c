@@ -4,6 +4,7 @@
  * EXOMEM_CARAT_MOVES=rate). Its own stack holds no pointer of the program. */
 #include "carat/carat_internal.h"
 #include "os/os.h"
+#include "os/os_vm.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@ static struct {
     /* one request at a time */
     bool pending, finished;
     uintptr_t addr;
+    pid_t requester;              /* the thread waiting in exo_carat_move */
     void *new_base;
     struct exo_carat_move_cost cost;
     int rc;
@@ -42,7 +44,7 @@ static void move_worst(void)
     uintptr_t w = exo_carat_worst_heap();
     pthread_mutex_unlock(&exo_carat.lock);
     if (w)
-        exo_carat_move_now(w, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
+        exo_carat_move_now(w, 0, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
 }
 
 static void *mover_main(void *arg)
@@ -57,10 +59,11 @@ static void *mover_main(void *arg)
         if (mv.pending) {
             mv.pending = false;
             uintptr_t addr = mv.addr;
+            pid_t requester = mv.requester;
             pthread_mutex_unlock(&mv.lock);
             void *nb = NULL;
             struct exo_carat_move_cost c;
-            int rc = exo_carat_move_now(addr, &nb, &c);
+            int rc = exo_carat_move_now(addr, requester, &nb, &c);
             pthread_mutex_lock(&mv.lock);
             mv.rc = rc;
             if (rc)   /* the message is this thread's: the caller's thread gets a copy */
@@ -110,6 +113,7 @@ EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_m
     int rc = ensure_thread();
     if (!rc) {
         mv.addr = (uintptr_t)addr;
+        mv.requester = exo_os_gettid();
         mv.pending = true;
         mv.finished = false;
         pthread_cond_signal(&mv.wake);
