@@ -12,12 +12,10 @@
 #define STEPS 200000
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next(void)
+static uint64_t next(void)   /* Knuth's MMIX LCG, high bits: deterministic runs */
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return rng >> 17;
 }
 
 static char *block[SLOTS];
