@@ -233,7 +233,10 @@ static void track(void *p, uint64_t size, int kind, const char *site)
     carat_leave();
 }
 
-static void untrack(void *p)
+/* p is freed, or about to be. gone: its memory may be unmapped already (realloc moved it),
+ * so the log is applied without purging sets (a purge reads the slots of live tracked
+ * blocks, and p still counts as one: it crashed on a realloc'ed Lua string table). */
+static void untrack(void *p, bool gone)
 {
     if (!p)
         return;
@@ -241,7 +244,8 @@ static void untrack(void *p)
     pthread_mutex_lock(&exo_carat.lock);
     /* This thread's stores into the block, noted while it is still tracked: their slots
      * then die with it (struct escape_slot's in_alloc). */
-    exo_carat_flush_own();
+    if (exo_carat_tls.thread)
+        exo_carat_flush_thread(exo_carat_tls.thread, !gone);
     exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     pthread_mutex_unlock(&exo_carat.lock);
     atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);
@@ -281,7 +285,7 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
                 if (was && was->base == (uintptr_t)old)
                     old_size = was->size < size ? was->size : size;
                 pthread_mutex_unlock(&exo_carat.lock);
-                untrack(old);
+                untrack(old, true);
             }
             track(p, size, EXO_CARAT_HEAP, site);
             /* the pointers old held are in p now */
@@ -299,7 +303,7 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
 
 EXO_API void exo_carat_hook_free(void *p)
 {
-    untrack(p);
+    untrack(p, false);
 }
 
 EXO_API void exo_carat_hook_global(void *p, uint64_t size, const char *name)
