@@ -148,10 +148,13 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress; do
-    # AddressSanitizer's allocator (the sanitizer build links it) gives a 2 MiB block no
-    # slack past its end, and move_self holds an address just past it: refused there.
-    if [ $t = move_self ] && [ $sanitized = yes ]; then
-        echo "sanitizer build: move_self not run"
+    # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
+    # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
+    # address just past it (refused); and it cannot place a copy at the same low address
+    # bits, which keeps narrow data over stale pointers intact, so move_threads' rings
+    # broke there now and then. Both run in the normal and release builds.
+    if { [ $t = move_self ] || [ $t = move_threads ]; } && [ $sanitized = yes ]; then
+        echo "sanitizer build: $t not run"
         continue
     fi
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
