@@ -1,9 +1,9 @@
 /* The allocation table as a treap (a binary search tree on base addresses whose nodes also
  * keep heap order on random priorities, so it stays balanced on average without rebalancing
  * code), with a hash by base and a small cache of recent answers in front of it for "which
- * allocation contains this address". Insertions and removals are O(log n) expected; a
- * lookup is O(1) when the address is a block's start or was asked about lately. The escape
- * sets are in escape_set.c. */
+ * allocation contains this address", and page lists (page_index.c) that find the small
+ * blocks inside which an address lies; the treap holds only the big ones. The escape sets
+ * are in escape_set.c. */
 #include "carat/alloc_table.h"
 #include "carat/carat_mem.h"
 #include "carat/page_index.h"
@@ -111,8 +111,7 @@ uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t)
 
 /* ---- the index by interior address: page lists for small blocks, the tree for the rest ---- */
 
-/* Note the table's memory at its largest. */
-static void note_peak(struct alloc_table *t)
+void exo_carat_alloc_table_note_peak(struct alloc_table *t)
 {
     if (exo_carat_alloc_table_bytes(t) > t->peak_bytes)
         t->peak_bytes = exo_carat_alloc_table_bytes(t);
@@ -129,7 +128,7 @@ static void index_add(struct alloc_table *t, struct alloc *n)
         n->prio = next_prio();
         t->root = insert_node(t->root, n);
     }
-    note_peak(t);
+    exo_carat_alloc_table_note_peak(t);
 }
 
 static void index_remove(struct alloc_table *t, struct alloc *n)
@@ -182,6 +181,16 @@ static void drop(struct alloc_table *t, struct alloc *n)
 
 /* ---- insert and remove ---- */
 
+/* [lo, hi) now covers [base, end) too. Read without the lock by the escape hook's filter
+ * (alloc_table.h): atomic stores. */
+static void widen_filter(struct alloc_table *t, uintptr_t base, uintptr_t end)
+{
+    if (base < t->lo)
+        __atomic_store_n(&t->lo, base, __ATOMIC_RELAXED);
+    if (end > t->hi)
+        __atomic_store_n(&t->hi, end, __ATOMIC_RELAXED);
+}
+
 /* Drop every allocation overlapping [base, end): stale, as the allocator gave that memory
  * out again. */
 static void drop_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t end)
@@ -220,11 +229,11 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     index_add(t, n);
     if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
         t->worst = n;
-    /* Read without the lock by the escape hook's filter (alloc_table.h): atomic stores. */
-    if (t->count == 1 || base < t->lo)
+    if (t->count == 1) {   /* the only one: the filter starts again from it */
         __atomic_store_n(&t->lo, base, __ATOMIC_RELAXED);
-    if (t->count == 1 || base + n->size > t->hi)
         __atomic_store_n(&t->hi, base + n->size, __ATOMIC_RELAXED);
+    }
+    widen_filter(t, base, base + n->size);
     return 0;
 }
 
@@ -241,8 +250,7 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
     drop_overlapping(t, base, base + size);
     n->size = size;
     index_add(t, n);
-    if (base + size > t->hi)
-        __atomic_store_n(&t->hi, base + size, __ATOMIC_RELAXED);
+    widen_filter(t, base, base + size);
     return 0;
 }
 
@@ -297,10 +305,7 @@ void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintpt
     a->base = new_base;
     exo_carat_addr_map_put(&t->by_base, a->base, a);   /* room: a's own entry just left */
     index_add(t, a);
-    if (new_base < t->lo)
-        __atomic_store_n(&t->lo, new_base, __ATOMIC_RELAXED);
-    if (new_base + a->size > t->hi)
-        __atomic_store_n(&t->hi, new_base + a->size, __ATOMIC_RELAXED);
+    widen_filter(t, new_base, new_base + a->size);
 }
 
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg)

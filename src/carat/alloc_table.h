@@ -79,6 +79,8 @@ struct alloc_table {
 
 /* The memory the table uses: nodes, escape sets, the hash by base, the page lists. */
 uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t);
+/* Record exo_carat_alloc_table_bytes as the peak if it is the largest yet (after growth). */
+void exo_carat_alloc_table_note_peak(struct alloc_table *t);
 /* An escape was added to a's set: a may be the new worst case. */
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a);
 /* The heap allocation with the most escapes (see `worst`), or NULL if none is tracked. */

@@ -120,7 +120,7 @@ void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len);
  * one is not taken: a TValue's type tag over the low byte of a stale pointer in its padding,
  * the value bytes Lua leaves in an emptied slot, glibc's links in a free chunk; a move would
  * rewrite them. Unknown words are still taken while another thread's log may hold their
- * stores. from_gone: the words were copied to dst already and from is freed (realloc, a
+ * stores; the caller applied its own log first. from_gone: the words were copied to dst already and from is freed (realloc, a
  * move): they are read at dst, and the old slots' entries are dropped. */
 void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t len, bool from_gone);
 

@@ -22,11 +22,18 @@ static uint32_t slot_hash(uintptr_t slot, uint32_t cap)
     return (uint32_t)(x ^ (x >> 31)) & (cap - 1);
 }
 
+/* Where slot is in s, or the empty entry that ends its probe run (s->cap > 0). */
+static uint32_t probe(const struct escape_set *s, uintptr_t slot)
+{
+    uint32_t i = slot_hash(slot, s->cap);
+    while (s->slots[i].slot && s->slots[i].slot != slot)
+        i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
 static void set_put(struct escape_set *s, struct escape_slot e)
 {
-    uint32_t i = slot_hash(e.slot, s->cap);
-    while (s->slots[i].slot && s->slots[i].slot != e.slot)
-        i = (i + 1) & (s->cap - 1);
+    uint32_t i = probe(s, e.slot);
     if (!s->slots[i].slot)
         s->count++;
     s->slots[i] = e;
@@ -54,8 +61,7 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
             if (s->slots[i].slot)
                 set_put(&bigger, s->slots[i]);
         t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
-        if (exo_carat_alloc_table_bytes(t) > t->peak_bytes)
-            t->peak_bytes = exo_carat_alloc_table_bytes(t);
+        exo_carat_alloc_table_note_peak(t);
         exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }
@@ -67,9 +73,7 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
 {
     if (!s->cap)
         return;
-    uint32_t i = slot_hash(slot, s->cap);
-    while (s->slots[i].slot && s->slots[i].slot != slot)
-        i = (i + 1) & (s->cap - 1);
+    uint32_t i = probe(s, slot);
     if (!s->slots[i].slot)
         return;
     s->slots[i].slot = 0;
@@ -140,10 +144,8 @@ bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uint
 {
     if (!s->cap)
         return false;
-    for (uint32_t i = slot_hash(slot, s->cap); s->slots[i].slot; i = (i + 1) & (s->cap - 1))
-        if (s->slots[i].slot == slot)
-            return s->slots[i].value == value;
-    return false;
+    uint32_t i = probe(s, slot);
+    return s->slots[i].slot && s->slots[i].value == value;
 }
 
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)

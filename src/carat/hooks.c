@@ -99,9 +99,11 @@ static struct alloc *target_of(uintptr_t value)
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
 {
     struct alloc *a = target_of(value);
+    if (!a)
+        return;
     bool in_alloc = exo_carat_alloc_table_find(&exo_carat.table, slot) != NULL;
-    if (a && exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value, in_alloc,
-                                      settled) == 0)
+    if (exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value, in_alloc,
+                                 settled) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
 }
 
@@ -185,7 +187,10 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
 {
     uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
     uintptr_t words = from_gone ? dst : from;
-    bool flushed = false, complete = false;
+    /* Every caller applied its own log first (a copy's or realloc's hook, or a move, which
+     * applies every log): a word unknown here is no pointer, unless another thread logged
+     * its store and has not applied it yet. */
+    bool complete = !others_unflushed();
     bool dst_in_alloc = exo_carat_alloc_table_find(&exo_carat.table, dst) != NULL;
     /* A memmove up within one block goes from the end, so that no slot is looked up after
      * the entry of a word copied onto it replaced its own. */
@@ -201,14 +206,7 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
         if (!a)
             continue;
         bool known = exo_carat_escape_set_holds(&a->escapes, from + off, v);
-        if (!known && !flushed) {   /* the caller's own recent stores: into the table */
-            exo_carat_flush_own();
-            flushed = true;
-            complete = !others_unflushed();
-            a = target_of(v);   /* the flush may have grown the set, not moved blocks */
-            known = a && exo_carat_escape_set_holds(&a->escapes, from + off, v);
-        }
-        if (!a || (!known && complete))
+        if (!known && complete)
             continue;
         if (known && from_gone)
             exo_carat_escape_set_remove(&a->escapes, from + off);

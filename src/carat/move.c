@@ -443,23 +443,20 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     base = a ? a->base : 0;
     size = a ? a->size : 0;
     align = a ? a->align : 0;
-    if (!maps_buf) {
+    if (!maps_buf)   /* each tried again at the next move if it failed */
         maps_buf = exo_carat_mem_alloc(MAPS_BUF);
+    if (!ranges)
         ranges = exo_carat_mem_alloc(2 * MAX_RANGES * sizeof *ranges);
-    }
+    if (!inner)
+        inner = exo_carat_mem_alloc(INNER_CAP * sizeof *inner);
     pthread_mutex_unlock(&exo_carat.lock);
     if (!heap)
         return exo_fail(EXO_ENOENT, "%#lx is in no tracked heap allocation",
                         (unsigned long)addr);
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
-    if (!inner) {
-        pthread_mutex_lock(&exo_carat.lock);
-        inner = exo_carat_mem_alloc(INNER_CAP * sizeof *inner);
-        pthread_mutex_unlock(&exo_carat.lock);
-        if (!inner)
-            return exo_fail(EXO_ENOMEM, "no memory for the move's list of logged stores");
-    }
+    if (!inner)
+        return exo_fail(EXO_ENOMEM, "no memory for the move's list of logged stores");
     find_libc();
     /* The program may use the whole block malloc gave it, not only the size it asked for:
      * malloc_usable_size says how much, and programs rely on it (SQLite sizes its string

@@ -2,7 +2,8 @@
  * published through one atomic pointer, so a guard reads a consistent set without a lock;
  * a replaced set is kept (never freed) because a guard may still be reading it. With a
  * single readable and writable region (of at least EXO_CARAT_FAST_MIN_SPAN bytes), inline
- * guards compare against exo_carat_fast_base/span and never call in; otherwise every guard comes here and searches the array. */
+ * guards compare against exo_carat_fast_base/span and never call in; otherwise every guard
+ * comes here and searches the array. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "os/os.h"
