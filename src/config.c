@@ -1,6 +1,6 @@
 /* Environment knobs, read once per process; the only getenv() calls in the library.
  *   EXOMEM_ROOT          registry directory (default /dev/shm/exomem-<euid>, per user)
- *   EXOMEM_SWITCH        park | remap: the default switch engine
+ *   EXOMEM_SWITCH        park | remap | keep: the default switch engine
  *   EXOMEM_PARK_LIMIT    bytes of parked segments before LRU eviction (default 64G)
  *   EXOMEM_HUGETLBFS_2M  hugetlbfs mount for 2M-page segments (default: found in mounts)
  *   EXOMEM_HUGETLBFS_1G  hugetlbfs mount for 1G-page segments (default: found in mounts)
@@ -101,7 +101,11 @@ static void config_load(void)
         config.root[--n] = '\0';
 
     const char *sw = getenv("EXOMEM_SWITCH");
-    config.engine = (sw && !strcmp(sw, "remap")) ? VAS_ENGINE_REMAP : VAS_ENGINE_PARK;
+    config.engine = VAS_ENGINE_PARK;
+    if (sw && !strcmp(sw, "remap"))
+        config.engine = VAS_ENGINE_REMAP;
+    else if (sw && !strcmp(sw, "keep"))
+        config.engine = VAS_ENGINE_KEEP;
 
     config.park_limit = UINT64_C(64) << 30;
     const char *lim = getenv("EXOMEM_PARK_LIMIT");

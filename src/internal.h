@@ -19,7 +19,7 @@ void exo_clear_error(void);
 struct exo_config {
     char root[4096];          /* EXOMEM_ROOT, default /dev/shm/exomem-<euid> */
     bool root_is_default;     /* no EXOMEM_ROOT: the per-user registry */
-    int engine;               /* EXOMEM_SWITCH=park|remap -> enum vas_engine */
+    int engine;               /* EXOMEM_SWITCH=park|remap|keep -> enum vas_engine */
     uint64_t park_limit;      /* EXOMEM_PARK_LIMIT, bytes (K/M/G suffix), default 64G */
     char hugetlbfs_2m[4096];  /* EXOMEM_HUGETLBFS_2M: hugetlbfs mount for 2M segments */
     char hugetlbfs_1g[4096];  /* EXOMEM_HUGETLBFS_1G: hugetlbfs mount for 1G segments */

@@ -35,6 +35,11 @@ enum vas_engine {
     VAS_ENGINE_PARK = 1,    /* keep switched-out segments mapped in a parking area, move
                                their page tables with mremap (default) */
     VAS_ENGINE_REMAP = 2,   /* unmap switched-out segments, map and populate on switch-in */
+    VAS_ENGINE_KEEP = 3,    /* park, but a switched-out segment stays mapped at its base
+                               (unlocked) until a VAS that needs its range comes in: a switch
+                               that moves nothing is only its locks. Not isolating: a stray
+                               access to it, or a write through a read-only VAS after a
+                               read-write one, does not fault */
 };
 
 struct vas_seg_ref {

@@ -223,10 +223,12 @@ static int process_ctl(struct space *s, int cmd, void *arg)
     switch (cmd) {
     case VAS_CTL_SET_ENGINE: {
         int e = *(const int *)arg;
-        if (e != VAS_ENGINE_PARK && e != VAS_ENGINE_REMAP)
+        if (e != VAS_ENGINE_PARK && e != VAS_ENGINE_REMAP && e != VAS_ENGINE_KEEP)
             return exo_fail(EXO_EINVAL, "unknown switch engine %d", e);
         if (s->current)
             return exo_fail(EXO_EINUSE, "the switch engine can change only at home");
+        if (e != VAS_ENGINE_KEEP)
+            exo_space_drop_kept(s);
         s->engine = e;
         return 0;
     }

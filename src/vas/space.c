@@ -34,7 +34,7 @@ static void after_fork_child(void)
         struct pseg *ps = s->psegs[i];
         if (ps->paged)
             exo_paged_forget(ps);
-        if (ps->where == PSEG_VISIBLE) {
+        if (pseg_at_base(ps)) {
             exo_os_hide(ps->base, ps->span);
             ps->where = PSEG_HIDDEN;
         }
@@ -133,7 +133,7 @@ static int for_each_piece(struct space *s, uint64_t lo, uint64_t hi, const struc
             if (o == self || o->base > a || o->base + o->span < b)
                 continue;
             c.any = true;
-            if (o->where == PSEG_VISIBLE)
+            if (pseg_at_base(o))
                 c.visible = true;
         }
         rc = fn(a, b, c, arg);
@@ -198,7 +198,8 @@ static bool ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 /* The span ps would have padded, or its size when it cannot be padded. */
 static uint64_t padded_span(const struct space *s, const struct pseg *ps)
 {
-    if (s->engine != VAS_ENGINE_PARK || ps->page_size != SEG_PAGE_4K || ps->paged ||
+    bool moves = s->engine == VAS_ENGINE_PARK || s->engine == VAS_ENGINE_KEEP;
+    if (!moves || ps->page_size != SEG_PAGE_4K || ps->paged ||
         ps->base % PAD_UNIT != 0 || ps->size > UINT64_MAX - PAD_UNIT)
         return ps->size;
     uint64_t span = (ps->size + PAD_UNIT - 1) / PAD_UNIT * PAD_UNIT;
@@ -217,7 +218,7 @@ static uint64_t padded_span(const struct space *s, const struct pseg *ps)
 static void unpad(struct space *s, struct pseg *x)
 {
     uint64_t lo = x->base + x->size, hi = x->base + x->span;
-    if (x->where == PSEG_VISIBLE)
+    if (pseg_at_base(x))
         exo_os_hide(lo, hi - lo);
     else if (x->where == PSEG_PARKED)
         exo_os_hide(x->park_addr + x->size, hi - lo);
@@ -336,6 +337,8 @@ void exo_pseg_put(struct space *s, struct pseg *ps)
         if (ps->where == PSEG_PARKED)
             s->park.parked_bytes -= ps->size;
     }
+    if (ps->where == PSEG_KEPT) /* its range becomes a reservation like any hidden one's */
+        exo_os_hide(ps->base, ps->span);
     if (ps->lock != EXO_LOCK_NONE && ps->fd >= 0)
         exo_os_unlock(ps->fd);
     for (size_t i = 0; i < s->npsegs; i++) {

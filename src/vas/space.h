@@ -17,7 +17,10 @@ enum pseg_where {
     PSEG_HIDDEN,    /* no page tables; the data is in the file only */
     PSEG_VISIBLE,   /* mapped at its base, accessible */
     PSEG_PARKED,    /* mapped and populated at park_addr, inaccessible */
+    PSEG_KEPT,      /* keep engine: still mapped at its base, accessible, but in no current
+                       VAS and unlocked; moved off when a VAS needing the range comes in */
 };
+
 
 struct pseg {
     segid_t sid;
@@ -32,9 +35,14 @@ struct pseg {
     bool fd_writable;
     int refs;                   /* attachments that list it */
     enum pseg_where where;
-    int access;                 /* when visible: EXO_ACCESS_READ or EXO_ACCESS_RW */
+    int access;                 /* when visible: EXO_ACCESS_READ or EXO_ACCESS_RW, what the
+                                   current VAS grants */
+    int prot;                   /* when mapped (visible, kept, parked): the mapping's access.
+                                   Equal to access except under the keep engine, which does
+                                   not take write access away again (switch.c) */
     uint64_t park_addr;         /* reserved parking slot, 0 if none */
     uint64_t park_len;          /* its length (the span when it was reserved) */
+    bool slot_new;              /* the slot was reserved by the switch under way */
     enum exo_lock_mode lock;    /* lock this process holds on it */
     /* SEG_PAGED (paged.c): the data is in a pager store; while visible a pager region at
      * the base serves it. */
@@ -43,6 +51,12 @@ struct pseg {
     struct exo_pager *pager;
     struct exo_pager_store *store;
 };
+
+/* Mapped at its base (the current VAS's, or kept there by the keep engine). */
+static inline bool pseg_at_base(const struct pseg *ps)
+{
+    return ps->where == PSEG_VISIBLE || ps->where == PSEG_KEPT;
+}
 
 struct attach_seg {
     struct pseg *ps;
@@ -103,6 +117,9 @@ int exo_paged_show(struct pseg *ps, int access);
 int exo_paged_flush(struct pseg *ps);
 void exo_paged_hide(struct pseg *ps);
 void exo_paged_forget(struct pseg *ps);
+
+/* Keep engine, at home: take every kept segment off its base (before the engine changes). */
+void exo_space_drop_kept(struct space *s);
 
 /* Give up page tables of parked segments, least recently used attachments first, until
  * the park area is within its bound. `keep` is never evicted. */

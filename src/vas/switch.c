@@ -13,7 +13,15 @@
  * its size. Neither the base nor the slot is ever a hole. hugetlb segments are never
  * mremapped (it hung a process on this kernel); they re-map, which is cheap since their
  * pages stay in the file. Every segment is file-backed, so hiding is always a safe
- * fallback: only its page tables are lost. */
+ * fallback: only its page tables are lost.
+ *
+ * keep: park, except that a segment leaving the current VAS stays at its base (PSEG_KEPT,
+ * unlocked) when nothing the new VAS shows needs its range, and is parked only when a VAS
+ * that does comes in. A switch between VASes that do not overlap then changes no page
+ * table: it costs its locks, the way a tagged TLB lets translations survive a switch. The
+ * price is isolation: a kept segment stays accessible, and write access is not taken
+ * back, so a stray access does not fault. Locks, and so the data's consistency between
+ * processes, are exactly as under park. */
 #include "vas/space.h"
 #include "internal.h"
 
@@ -109,7 +117,39 @@ static void release_unless_in(struct space *s, const struct attachment *keep)
 
 static bool parkable(const struct space *s, const struct pseg *ps)
 {
-    return s->engine == VAS_ENGINE_PARK && ps->page_size == SEG_PAGE_4K && !ps->paged;
+    return (s->engine == VAS_ENGINE_PARK || s->engine == VAS_ENGINE_KEEP) &&
+           ps->page_size == SEG_PAGE_4K && !ps->paged;
+}
+
+/* Whether a segment of attachment `to` other than ps overlaps ps's range. */
+static bool in_the_way_of(const struct attachment *to, const struct pseg *ps)
+{
+    if (!to)
+        return false;
+    for (unsigned i = 0; i < to->nsegs; i++) {
+        const struct pseg *o = to->segs[i].ps;
+        if (o != ps && o->base < ps->base + ps->span && ps->base < o->base + o->span)
+            return true;
+    }
+    return false;
+}
+
+/* Whether a switch to `to` takes ps off its base: a visible segment `to` does not list,
+ * unless the keep engine may leave it there; a kept one whose range `to` needs. */
+static bool leaves_base(const struct space *s, const struct pseg *ps,
+                        const struct attachment *to)
+{
+    if (!pseg_at_base(ps) || find_in(to, ps))
+        return false;
+    bool keepable = s->engine == VAS_ENGINE_KEEP && !ps->paged;
+    return !keepable || in_the_way_of(to, ps);
+}
+
+/* Whether a change of a mapped segment's access to `access` needs an mprotect: the keep
+ * engine leaves write access in place. */
+static bool needs_protect(const struct space *s, const struct pseg *ps, int access)
+{
+    return ps->prot != access && !(s->engine == VAS_ENGINE_KEEP && ps->prot == EXO_ACCESS_RW);
 }
 
 /* Change a visible segment's access, counting the time in the switch's breakdown. */
@@ -140,19 +180,28 @@ static void switch_out(struct space *s, struct pseg *ps)
     ps->where = PSEG_HIDDEN;
 }
 
+/* The segment is now visible at its base with `access`, its mapping with `prot`. */
+static void now_visible(struct pseg *ps, int access, int prot)
+{
+    ps->where = PSEG_VISIBLE;
+    ps->access = access;
+    ps->prot = prot;
+}
+
 /* Put a segment on its base with the given access (EXO_ACCESS_READ or EXO_ACCESS_RW). */
 int exo_space_show(struct space *s, struct pseg *ps, int access)
 {
-    if (ps->where == PSEG_VISIBLE) {
-        if (ps->access != access) {
+    if (pseg_at_base(ps)) {
+        if (needs_protect(s, ps, access)) {
             /* A paged segment going read-only writes back first: its lock may go next. */
             int rc = ps->paged && access != EXO_ACCESS_RW ? exo_paged_flush(ps) : 0;
             if (!rc)
                 rc = protect_timed(s, ps, access);
             if (rc)
                 return rc;
-            ps->access = access;
+            ps->prot = access;
         }
+        now_visible(ps, access, ps->prot);
         return 0;
     }
     if (ps->paged) {
@@ -160,19 +209,18 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
         if (rc)
             return rc;
         s->park.maps++;
-        ps->where = PSEG_VISIBLE;
-        ps->access = access;
+        now_visible(ps, access, access);
         return 0;
     }
     if (ps->where == PSEG_PARKED) {
         s->park.parked_bytes -= ps->size;
         ps->where = PSEG_HIDDEN;
-        /* The moved mapping keeps the access it had when parked (ps->access). */
+        /* The moved mapping keeps the access it had when parked (ps->prot). */
+        bool change = needs_protect(s, ps, access);
         if (exo_os_move(ps->park_addr, ps->base, ps->span, &s->steps) == 0 &&
-            (ps->access == access || protect_timed(s, ps, access) == 0)) {
+            (!change || protect_timed(s, ps, access) == 0)) {
             s->park.moves++;
-            ps->where = PSEG_VISIBLE;
-            ps->access = access;
+            now_visible(ps, access, change ? access : ps->prot);
             return 0;
         }
         exo_os_hide(ps->park_addr, ps->span); /* the data is safe in the file */
@@ -185,15 +233,14 @@ int exo_space_show(struct space *s, struct pseg *ps, int access)
                         (unsigned long long)ps->base);
     }
     s->park.maps++;
-    ps->where = PSEG_VISIBLE;
-    ps->access = access;
+    now_visible(ps, access, access);
     return 0;
 }
 
 void exo_space_hide(struct space *s, struct pseg *ps)
 {
     (void)s;
-    if (ps->where == PSEG_VISIBLE) {
+    if (pseg_at_base(ps)) {
         if (ps->paged)
             exo_paged_hide(ps);
         else
@@ -206,48 +253,50 @@ void exo_space_hide(struct space *s, struct pseg *ps)
     }
 }
 
-/* Give every segment that will be parked a slot before anything moves, so that running out
- * of address space fails the switch cleanly. made[i] says which of from's slots this call
- * reserved, so that a switch that fails (or finds a lock busy) can give exactly those back. */
-static int reserve_slots(struct space *s, const struct attachment *from,
-                         const struct attachment *to, bool made[VAS_SEGS_MAX])
+/* Give every segment that the switch to `to` will park a slot before anything moves, so
+ * that running out of address space fails the switch cleanly. A slot made here is marked
+ * (slot_new), so that a switch that fails (or finds a lock busy) gives exactly those back. */
+static int reserve_slots(struct space *s, const struct attachment *to)
 {
-    if (!from)
-        return 0;
-    for (unsigned i = 0; i < from->nsegs; i++) {
-        struct pseg *ps = from->segs[i].ps;
-        made[i] = false;
-        if (find_in(to, ps) || !parkable(s, ps) || ps->park_addr)
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *ps = s->psegs[i];
+        ps->slot_new = false;
+        if (!leaves_base(s, ps, to) || !parkable(s, ps) || ps->park_addr)
             continue;
         int rc = exo_os_reserve_congruent(ps->span, ps->base, PARK_MODULUS, &ps->park_addr);
         if (rc)
             return exo_fail(-rc, "segment '%s': no address space left to park it", ps->name);
         ps->park_len = ps->span;
-        made[i] = true;
+        ps->slot_new = true;
     }
     return 0;
 }
 
 /* Give back the slots reserve_slots() made, for a switch that ends where it began. */
-static void unreserve_slots(const struct attachment *from, const bool made[VAS_SEGS_MAX])
+static void unreserve_slots(struct space *s)
 {
-    if (!from)
-        return;
-    for (unsigned i = 0; i < from->nsegs; i++) {
-        struct pseg *ps = from->segs[i].ps;
-        if (made[i] && ps->where != PSEG_PARKED) {
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *ps = s->psegs[i];
+        if (ps->slot_new && ps->where != PSEG_PARKED) {
             exo_os_unmap(ps->park_addr, ps->park_len);
             ps->park_addr = 0;
         }
+        ps->slot_new = false;
     }
 }
 
-static int remap_all(struct space *s, struct attachment *from, struct attachment *to)
+/* Take off their bases the segments `to` does not keep there (the keep engine leaves the
+ * others, as PSEG_KEPT), then show `to`'s. */
+static int remap_all(struct space *s, struct attachment *to)
 {
-    if (from)
-        for (unsigned i = 0; i < from->nsegs; i++)
-            if (!find_in(to, from->segs[i].ps) && from->segs[i].ps->where == PSEG_VISIBLE)
-                switch_out(s, from->segs[i].ps);
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *ps = s->psegs[i];
+        ps->slot_new = false;
+        if (leaves_base(s, ps, to))
+            switch_out(s, ps);
+        else if (ps->where == PSEG_VISIBLE && !find_in(to, ps))
+            ps->where = PSEG_KEPT;
+    }
     int rc = 0;
     if (to)
         for (unsigned i = 0; i < to->nsegs && !rc; i++)
@@ -261,12 +310,10 @@ static void stamp(struct space *s, struct attachment *a)
         a->last_used = ++s->clock;
 }
 
-/* End at home holding no lock: every visible segment parked or hidden. */
+/* End at home holding no lock: every visible segment parked, hidden or kept. */
 static void go_home(struct space *s)
 {
-    for (size_t i = 0; i < s->npsegs; i++)
-        if (s->psegs[i]->where == PSEG_VISIBLE)
-            switch_out(s, s->psegs[i]);
+    remap_all(s, NULL); /* showing nothing cannot fail */
     release_unless_in(s, NULL);
     stamp(s, s->current);
     s->current = NULL;
@@ -331,12 +378,11 @@ static int switch_now(struct space *s, struct attachment *to, struct pseg **busy
     struct attachment *from = s->current;
     if (from == to)
         return 0;
-    bool made[VAS_SEGS_MAX] = {false};
     uint64_t t_start = exo_os_now_ns(), lock_ns = 0;
     s->steps = (struct exo_os_move_steps){0, 0};
     int rc = flush_leaving(from, to);
     if (!rc)
-        rc = reserve_slots(s, from, to, made);
+        rc = reserve_slots(s, to);
     if (!rc) {
         uint64_t t0 = exo_os_now_ns();
         rc = acquire(s, to, busy, busy_mode);
@@ -344,10 +390,10 @@ static int switch_now(struct space *s, struct attachment *to, struct pseg **busy
     }
     if (rc) {
         /* Nothing moved and no lock was taken: leave the address space as it was. */
-        unreserve_slots(from, made);
+        unreserve_slots(s);
         return rc;
     }
-    rc = remap_all(s, from, to);
+    rc = remap_all(s, to);
     if (rc) {
         go_home(s); /* mapping failed (out of memory): end at home, holding nothing */
         return rc;
@@ -382,6 +428,17 @@ int exo_space_switch(struct space *s, struct attachment *to, bool wait)
         if (to && to->handle != handle)
             return exo_fail(EXO_EDETACHED, "VAS handle %d was detached by another thread while "
                             "this one waited for its lock", handle);
+    }
+}
+
+void exo_space_drop_kept(struct space *s)
+{
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *ps = s->psegs[i];
+        if (ps->where == PSEG_KEPT) {
+            exo_os_hide(ps->base, ps->span);
+            ps->where = PSEG_HIDDEN;
+        }
     }
 }
 
