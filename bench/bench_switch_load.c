@@ -1,4 +1,4 @@
-/* bench_switch_load: what a park-engine vas_switch costs at each segment size while other
+/* bench_switch_load: what a vas_switch costs at each segment size while other
  * threads of the process run or sleep (issue 11).
  *
  * Two VASes A and B hold one populated read-write segment each, of the same size at the
@@ -13,8 +13,13 @@
  * The yardstick, measured in the same run: ctxswitch_pipe, one process context switch on
  * one CPU (pipe ping-pong); switch_load's ratio is in context switches.
  *
+ * Then, for the default (padded) mapping, "into and out of a 1-segment VAS": home -> A ->
+ * home, timed per round trip, on the park engine and on the keep engine (which leaves A's
+ * segment mapped while at home, so that the round trip is its lock and unlock).
+ *
  * Output: JSON lines; switch_load (us per switch; params seg_bytes, load none/spin/blocked,
- * threads, pad yes/no), switch_load_step (the same params plus step), ctxswitch_pipe.
+ * threads, pad yes/no), switch_inout (us per round trip; the same params plus engine
+ * park/keep), *_step (the same params plus step), ctxswitch_pipe.
  * Everything runs in a private registry under /dev/shm that is removed at the end.
  */
 #include <exomem/exomem.h>
@@ -114,43 +119,72 @@ static void check(uint64_t size, uint8_t tag)
     }
 }
 
-static void emit_step(const char *params, const char *step, double us)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s,\"step\":\"%s\"", params, step);
-    bench_emit("switch_load_step", "us", us, p, NULL, NULL);
-}
-
-/* Time A <-> B under one load; one switch_load line and its breakdown per repeat. */
-static void measure(vhandle_t ha, vhandle_t hb, uint64_t size, bool pad, enum load load,
-                    int threads)
+/* Time `trips` round trips between handles h1 and h2 (VAS_HOME for "into and out of") under
+ * one load; one `name` line per repeat (us per switch, or per round trip when `per_trip`)
+ * and its breakdown (name_step) per switch. */
+static void measure(const char *name, const char *extra, vhandle_t h1, vhandle_t h2,
+                    uint64_t size, bool pad, enum load load, int threads, bool per_trip)
 {
     pthread_t th[8];
     start_load(load, threads, th);
-    char params[160];
+    char params[200], step_name[64];
     snprintf(params, sizeof params, "\"seg_bytes\":%" PRIu64 ",\"load\":\"%s\",\"threads\":%d,"
-             "\"pad\":\"%s\"", size, load_names[load], threads, pad ? "yes" : "no");
+             "\"pad\":\"%s\"%s", size, load_names[load], threads, pad ? "yes" : "no", extra);
+    snprintf(step_name, sizeof step_name, "%s_step", name);
     for (int r = 0; r < opt.repeats; r++) {
         struct vas_park_stats a, b;
         TRY(vas_ctl(VAS_CTL_PARK_STATS, 0, &a));
         uint64_t t0 = bench_now_ns();
         for (int k = 0; k < opt.trips; k++) {
-            TRY(vas_switch(hb));
-            TRY(vas_switch(ha));
+            TRY(vas_switch(h2));
+            TRY(vas_switch(h1));
         }
-        double per = (bench_now_ns() - t0) / 1e3 / (2.0 * opt.trips);
+        double per = (bench_now_ns() - t0) / 1e3 / ((per_trip ? 1.0 : 2.0) * opt.trips);
         TRY(vas_ctl(VAS_CTL_PARK_STATS, 0, &b));
-        bench_emit_against("switch_load", "us", per, params, "ctxswitch_pipe", "", NULL);
+        bench_emit_against(name, "us", per, params, "ctxswitch_pipe", "", NULL);
         double n = (double)(b.switches - a.switches) * 1e3;
         if (b.maps != a.maps)
             fprintf(stderr, "bench_switch_load: %" PRIu64 " maps (not moves) in %s\n",
                     b.maps - a.maps, params);
-        emit_step(params, "mremap", (b.remap_ns - a.remap_ns) / n);
-        emit_step(params, "mprotect", (b.protect_ns - a.protect_ns) / n);
-        emit_step(params, "locks", (b.lock_ns - a.lock_ns) / n);
-        emit_step(params, "other", (b.other_ns - a.other_ns) / n);
+        static const char *const steps[] = {"mremap", "mprotect", "locks", "other"};
+        uint64_t ns[] = {b.remap_ns - a.remap_ns, b.protect_ns - a.protect_ns,
+                         b.lock_ns - a.lock_ns, b.other_ns - a.other_ns};
+        for (int i = 0; i < 4; i++) {
+            char p[256];
+            snprintf(p, sizeof p, "%s,\"step\":\"%s\"", params, steps[i]);
+            bench_emit(step_name, "us", ns[i] / n, p, NULL, NULL);
+        }
     }
     stop_load_threads(threads, th);
+}
+
+static const struct { enum load load; int threads; } loads[] = {
+    { LOAD_NONE, 0 }, { LOAD_SPIN, 1 }, { LOAD_SPIN, 3 }, { LOAD_BLOCKED, 1 },
+    { LOAD_BLOCKED, 3 },
+};
+
+/* Into A and back home, per round trip, on the park engine and on the keep engine (which
+ * leaves A's segment at its base while home: the round trip is its two lock calls). */
+static void measure_inout(vhandle_t ha, uint64_t size, bool pad)
+{
+    static const struct { int engine; const char *name; } engines[] = {
+        { VAS_ENGINE_PARK, "park" }, { VAS_ENGINE_KEEP, "keep" },
+    };
+    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
+        TRY(vas_switch(VAS_HOME));
+        int engine = engines[e].engine;
+        TRY(vas_ctl(VAS_CTL_SET_ENGINE, 0, &engine));
+        TRY(vas_switch(ha)); /* warm up */
+        TRY(vas_switch(VAS_HOME));
+        char extra[64];
+        snprintf(extra, sizeof extra, ",\"engine\":\"%s\"", engines[e].name);
+        for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++)
+            measure("switch_inout", extra, VAS_HOME, ha, size, pad, loads[i].load,
+                    loads[i].threads, true);
+    }
+    TRY(vas_switch(VAS_HOME));
+    int park = VAS_ENGINE_PARK;
+    TRY(vas_ctl(VAS_CTL_SET_ENGINE, 0, &park));
 }
 
 /* Both VASes at BASE with one `size` segment each; unpadded: a page of our own is mapped
@@ -179,12 +213,11 @@ static void bench_size(uint64_t size, bool pad)
     TRY(vas_switch(ha));
     fprintf(stderr, "bench_switch_load: %" PRIu64 " KiB pad=%s: attach, populate: %.1f ms\n",
             size >> 10, pad ? "yes" : "no", (bench_now_ns() - t0) / 1e6);
-    static const struct { enum load load; int threads; } loads[] = {
-        { LOAD_NONE, 0 }, { LOAD_SPIN, 1 }, { LOAD_SPIN, 3 }, { LOAD_BLOCKED, 1 },
-        { LOAD_BLOCKED, 3 },
-    };
     for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++)
-        measure(ha, hb, size, pad, loads[i].load, loads[i].threads);
+        measure("switch_load", "", ha, hb, size, pad, loads[i].load, loads[i].threads, false);
+    if (pad)
+        measure_inout(ha, size, pad);
+    TRY(vas_switch(ha));
     check(size, 0xa1);
     TRY(vas_switch(hb));
     check(size, 0xb2);
