@@ -9,6 +9,8 @@
  *                  CPU (so that every page-table change must also flush that CPU's TLB);
  *   switch+client  the same while a second client process on the other CPU does the same
  *                  exchanges (readers share the segment's lock, writers take turns);
+ *   switch-keep    "switch" on the keep engine: the store's segment stays mapped while the
+ *                  client is home, so the two switches are the lock and unlock;
  *   pipe, stream, seqpacket, ring
  *                  a request to a server process and its response, over two pipes, a UNIX
  *                  stream socket pair, a UNIX SOCK_SEQPACKET pair, or two busy-polled
@@ -50,11 +52,11 @@
 static const size_t payloads[] = { 8, 64, 512, 4096, 65536 };
 #define NPAYLOADS (sizeof payloads / sizeof payloads[0])
 
-enum { T_SWITCH, T_SWITCH_THREAD, T_SWITCH_CLIENT, T_PIPE, T_STREAM, T_SEQPACKET, T_RING,
-       T_REDIS, NTRANSPORTS };
+enum { T_SWITCH, T_SWITCH_THREAD, T_SWITCH_CLIENT, T_SWITCH_KEEP, T_PIPE, T_STREAM,
+       T_SEQPACKET, T_RING, T_REDIS, NTRANSPORTS };
 static const char *const tname[NTRANSPORTS] = { "switch", "switch+thread", "switch+client",
-                                                "pipe", "stream", "seqpacket", "ring",
-                                                "redis" };
+                                                "switch-keep", "pipe", "stream", "seqpacket",
+                                                "ring", "redis" };
 #define FIRST_CHAN T_PIPE
 #define LAST_CHAN T_RING
 static const int chan_kind[NTRANSPORTS] = { [T_PIPE] = RPCJMP_PIPE, [T_STREAM] = RPCJMP_STREAM,
@@ -139,7 +141,7 @@ static long exchange(struct client *c, int t, bool write, unsigned key, size_t l
 {
     if (t == T_REDIS)
         return redis_exchange(write, key, len);
-    if (t <= T_SWITCH_CLIENT)
+    if (t <= T_SWITCH_KEEP)
         return write ? rpcjmp_jmp_write(&c->jmp, key, wbuf, len)
                      : rpcjmp_jmp_read(&c->jmp, key, rbuf, len);
     return write ? rpcjmp_call_write(c->ch, key, wbuf, len)
@@ -259,6 +261,12 @@ static void serve_all(int cpu, struct rpcjmp_chan *server_ends)
     _exit(rc ? 1 : 0); /* not exit(): the atexit teardown belongs to the measuring process */
 }
 
+/* The client's switch engine; it is at home between exchanges. */
+static void use_engine(int engine)
+{
+    TRY(vas_ctl(VAS_CTL_SET_ENGINE, 0, &engine));
+}
+
 static void placement(struct client *c, int server_cpu, const char *cpus_name)
 {
     struct rpcjmp_chan client_ends[NTRANSPORTS], server_ends[NTRANSPORTS];
@@ -274,6 +282,9 @@ static void placement(struct client *c, int server_cpu, const char *cpus_name)
         rpcjmp_chan_close(&server_ends[t]);
 
     measure_all(c, T_SWITCH, cpus_name);
+    use_engine(VAS_ENGINE_KEEP); /* the client keeps the store mapped between exchanges */
+    measure_all(c, T_SWITCH_KEEP, cpus_name);
+    use_engine(VAS_ENGINE_PARK);
     if (server_cpu != cpus[0]) {
         pthread_t th;
         atomic_store(&spin_stop, false);
