@@ -7,7 +7,7 @@
  *     file); while this process is in the read-write VAS it gets neither VAS; while this
  *     one is in the read-only VAS it shares it but cannot write;
  *   - a VAS with another segment at the same base parks the kept one, and each VAS finds
- *     its own data afterwards;
+ *     its own data afterwards; so does a segment added with seg_attach_local();
  *   - detaching, leaving the keep engine and fork all take kept segments off their bases;
  *   - the heap's view follows the current VAS, not what is kept. */
 #include "harness.h"
@@ -157,6 +157,17 @@ static void check_conflict(void)
     CHECK_OK(vas_switch(vh[C]));
     expect(X, 0x4000);
     CHECK(test_faults((const void *)(uintptr_t)(seg_base(X) + 2 * MIB), 0)); /* not K1 */
+
+    /* A segment added to the current VAS outside a switch also moves a kept one away. */
+    CHECK_OK(vas_switch(vh[B]));                  /* X stays kept at base 0 */
+    expect(X, 0x4000);
+    CHECK_OK(seg_attach_local(vh[B], sids[K1], SEG_RDWR));
+    expect(K1, 0x2000);
+    expect(K2, 0x3000);
+    CHECK_OK(seg_detach_local(vh[B], sids[K1]));
+    CHECK(test_faults((const void *)(uintptr_t)seg_base(K1), 0));
+    CHECK_OK(vas_switch(vh[C]));
+    expect(X, 0x4000);
     CHECK_OK(vas_switch(VAS_HOME));
 }
 

@@ -188,9 +188,24 @@ static void now_visible(struct pseg *ps, int access, int prot)
     ps->prot = prot;
 }
 
+/* Take kept segments whose range ps needs off their bases. A switch has parked them already
+ * (into slots it reserved); this is for a segment shown outside a switch
+ * (seg_attach_local() on the current VAS), where a kept one without a slot is hidden. */
+static void clear_kept_for(struct space *s, const struct pseg *ps)
+{
+    for (size_t i = 0; i < s->npsegs; i++) {
+        struct pseg *o = s->psegs[i];
+        if (o != ps && o->where == PSEG_KEPT && o->base < ps->base + ps->span &&
+            ps->base < o->base + o->span)
+            switch_out(s, o);
+    }
+}
+
 /* Put a segment on its base with the given access (EXO_ACCESS_READ or EXO_ACCESS_RW). */
 int exo_space_show(struct space *s, struct pseg *ps, int access)
 {
+    if (!pseg_at_base(ps))
+        clear_kept_for(s, ps);
     if (pseg_at_base(ps)) {
         if (needs_protect(s, ps, access)) {
             /* A paged segment going read-only writes back first: its lock may go next. */
