@@ -41,11 +41,12 @@ struct GuardCounts {
   unsigned Redundant = 0;   // an equal or wider check dominates it
   unsigned Hoisted = 0;     // loop-invariant: checked once before the loop
   unsigned Merged = 0;      // walks a range the loop bounds: one range check before it
+  unsigned Coalesced = 0;   // folded into a check of the same base earlier in its block
   unsigned Final = 0;       // guards left in the code (hoisted and merged ones included)
   unsigned naive() const { return Loads + Stores + Calls + Ranges; }
 };
 struct GuardOptions {
-  bool ValueRange = true, Redundant = true, Hoist = true, Merge = true;
+  bool ValueRange = true, Redundant = true, Hoist = true, Merge = true, Coalesce = true;
 };
 bool guardModule(llvm::Module &M, llvm::ModuleAnalysisManager &MAM, const GuardOptions &O,
                  GuardCounts &Counts);

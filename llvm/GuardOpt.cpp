@@ -11,7 +11,14 @@
 //               move out of loops that make no stack allocation;
 //  merge        an address that walks an affine range the loop bounds (scalar evolution:
 //               {start,+,step} with a computable trip count) is checked once, as a range,
-//               in the preheader.
+//               in the preheader;
+//  coalesce     (ours, not the paper's) the guards left in one basic block whose addresses
+//               are one base plus constant offsets (fields of one struct, unrolled array
+//               steps) become one check at the first of them over all the bytes they touch,
+//               provided everything between them continues to the next instruction: once
+//               the first runs, every one of them runs, so a failing wide check is a
+//               violation the block was going to make anyway (reported at its first
+//               access).
 #include "Guards.h"
 
 #include "llvm/Analysis/Loads.h"
@@ -184,6 +191,76 @@ static void merge(Function &F, std::vector<Guard> &Gs, LoopInfo &LI, DominatorTr
   }
 }
 
+// The widest coalesced check: the fast path's one-compare form holds up to the runtime's
+// minimum span (Guards.cpp).
+static const int64_t CoalesceMax = 4096;
+
+namespace {
+struct Run {
+  Value *Base = nullptr;
+  int64_t Lo = 0, Hi = 0;
+  int Access = 0;
+  std::vector<Guard *> Members;
+};
+} // namespace
+
+static void closeRun(Run &R, GuardCounts &C) {
+  if (R.Members.size() < 2)
+    return;
+  Guard *First = R.Members.front();
+  IRBuilder<> B(First->At);
+  First->Ptr = B.CreateConstGEP1_64(B.getInt8Ty(), R.Base, R.Lo, "carat.wide");
+  First->Size = uint64_t(R.Hi - R.Lo);
+  First->Access = R.Access;
+  First->K = Guard::Load; // a plain constant-size check (the kind only picks the emitter)
+  for (size_t i = 1; i < R.Members.size(); i++)
+    R.Members[i]->Removed = true;
+  C.Coalesced += unsigned(R.Members.size() - 1);
+}
+
+static void coalesce(Function &F, std::vector<Guard> &Gs, GuardCounts &C) {
+  const DataLayout &DL = F.getParent()->getDataLayout();
+  std::map<const Instruction *, Guard *> At;
+  for (Guard &G : Gs)
+    if (!G.Removed && !G.InsertBefore && (G.K == Guard::Load || G.K == Guard::Store) &&
+        !isa<AtomicRMWInst, AtomicCmpXchgInst>(G.At))
+      At[G.At] = &G;
+  for (BasicBlock &BB : F) {
+    std::map<const Value *, Run> Open;
+    for (Instruction &I : BB) {
+      auto It = At.find(&I);
+      if (It != At.end()) {
+        Guard *G = It->second;
+        int64_t Off = 0;
+        Value *Base = GetPointerBaseWithConstantOffset(G->Ptr, Off, DL);
+        int64_t End = Off + int64_t(G->Size);
+        Run &R = Open[Base];
+        if (!R.Members.empty() &&
+            std::max(R.Hi, End) - std::min(R.Lo, Off) > CoalesceMax) {
+          closeRun(R, C);
+          R = Run();
+        }
+        if (R.Members.empty()) {
+          R.Base = Base;
+          R.Lo = Off;
+          R.Hi = End;
+        }
+        R.Lo = std::min(R.Lo, Off);
+        R.Hi = std::max(R.Hi, End);
+        R.Access |= G->Access;
+        R.Members.push_back(G);
+      }
+      if (!isGuaranteedToTransferExecutionToSuccessor(&I)) {
+        for (auto &[K, R] : Open)
+          closeRun(R, C);
+        Open.clear();
+      }
+    }
+    for (auto &[K, R] : Open)
+      closeRun(R, C);
+  }
+}
+
 void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
                                   const GuardOptions &O, std::vector<Guard> &Gs,
                                   GuardCounts &C) {
@@ -202,6 +279,8 @@ void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
   }
   if (O.Merge)
     merge(F, Gs, LI, DT, SE, C);
+  if (O.Coalesce)
+    coalesce(F, Gs, C);
 }
 
 void exomem_carat::prepareLoops(Function &F, FunctionAnalysisManager &FAM) {

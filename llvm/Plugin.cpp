@@ -63,7 +63,7 @@ static GuardOptions parseGuardOpt(StringRef S) {
   GuardOptions O;
   if (S == "all")
     return O;
-  O.ValueRange = O.Redundant = O.Hoist = O.Merge = false;
+  O.ValueRange = O.Redundant = O.Hoist = O.Merge = O.Coalesce = false;
   SmallVector<StringRef, 4> Parts;
   S.split(Parts, ',', -1, false);
   for (StringRef P : Parts) {
@@ -75,6 +75,8 @@ static GuardOptions parseGuardOpt(StringRef S) {
       O.Hoist = true;
     else if (P == "merge")
       O.Merge = true;
+    else if (P == "coalesce")
+      O.Coalesce = true;
     else if (P != "none")
       errs() << "exomem carat: unknown -carat-guard-opt part '" << P << "' (ignored)\n";
   }
@@ -97,7 +99,8 @@ static void writeStats(Module &M, const TrackCounts &T, const GuardCounts &G,
      << ",\"guard_calls\":" << G.Calls << ",\"guard_ranges\":" << G.Ranges
      << ",\"guards_naive\":" << G.naive() << ",\"opt_value_range\":" << G.ValueRange
      << ",\"opt_redundant\":" << G.Redundant << ",\"opt_hoisted\":" << G.Hoisted
-     << ",\"opt_merged\":" << G.Merged << ",\"guards_final\":" << G.Final
+     << ",\"opt_merged\":" << G.Merged << ",\"opt_coalesced\":" << G.Coalesced
+     << ",\"guards_final\":" << G.Final
      << ",\"vas_derefs\":" << V.Derefs << ",\"vas_safe\":" << V.ProvenSafe
      << ",\"vas_checked\":" << V.Checked << ",\"vas_unsafe\":" << V.Unsafe << "}\n";
   OS.flush();

@@ -28,7 +28,7 @@ EXOMEM_CARAT_PARTS=guards EXOMEM_CARAT_GUARD_OPT=none EXOMEM_CARAT_STATS=$dir/g0
 naive=$(stat "$dir/g.json" guards_naive); final=$(stat "$dir/g.json" guards_final)
 echo "guards: naive $naive, final $final; merged $(stat "$dir/g.json" opt_merged)," \
      "redundant $(stat "$dir/g.json" opt_redundant), hoisted $(stat "$dir/g.json" opt_hoisted)," \
-     "value range $(stat "$dir/g.json" opt_value_range)"
+     "value range $(stat "$dir/g.json" opt_value_range), coalesced $(stat "$dir/g.json" opt_coalesced)"
 [ "${naive:-0}" -gt 0 ] || bad "no guards counted"
 [ "$(stat "$dir/g0.json" guards_final)" = "$(stat "$dir/g0.json" guards_naive)" ] ||
     bad "without optimisations every guard must stay"
@@ -40,7 +40,7 @@ if grep -q fsanitize "$cc"; then
     echo "sanitizer build: the counts of each optimisation are not checked"
 else
     sanitized=no
-    for k in opt_merged opt_redundant opt_hoisted opt_value_range; do
+    for k in opt_merged opt_redundant opt_hoisted opt_value_range opt_coalesced; do
         [ "$(stat "$dir/g.json" $k)" -ge 1 ] 2>/dev/null || bad "$k found nothing in guard_counts.c"
     done
 fi
@@ -67,6 +67,13 @@ rc=$?
 grep -q "guard violation: write of 4 bytes at .* of the 4096-byte heap allocation from .*violation.c:[0-9]*) at .*violation.c:$line" "$dir/v.err" ||
     bad "violation report: $(cat "$dir/v.err")"
 "$dir/violation" recover || bad "a SIGSEGV handler could not recover from a violation"
+# Coalesced guards: one check over two fields catches the second field's violation.
+ASAN_OPTIONS=handle_segv=0 "$dir/violation" fields 2>"$dir/f.err"
+rc=$?
+[ $rc = 139 ] || bad "violation (fields): exit $rc, want 139 (SIGSEGV)"
+line=$(grep -n "the coalesced read" "$src/tests/carat/violation.c" | cut -d: -f1)
+grep -q "guard violation: read of 16 bytes at .*violation.c:$line" "$dir/f.err" ||
+    bad "violation (fields) report: $(cat "$dir/f.err")"
 
 # SpaceJMP VAS safety: the dereference after switching away is warned about at its line and
 # checked at run time; the ones in the pointer's own VAS, and through vcast, are not.

@@ -374,7 +374,8 @@ def emit_guard_counts(name, mode, stats):
     """Table 1: the static guard counts of the program's own modules (configure's test
     programs left out), summed."""
     keys = ("guard_loads", "guard_stores", "guard_calls", "guard_ranges", "guards_naive",
-            "opt_value_range", "opt_redundant", "opt_hoisted", "opt_merged", "guards_final")
+            "opt_value_range", "opt_redundant", "opt_hoisted", "opt_merged", "opt_coalesced",
+            "guards_final")
     total = {k: 0 for k in keys}
     modules = 0
     for s in stats:

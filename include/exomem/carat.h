@@ -50,8 +50,9 @@ struct exo_carat_region {
  * thread-safe (guards running meanwhile see the old or the new set, never a mix). */
 int exo_carat_set_regions(const struct exo_carat_region *regions, size_t n);
 
-/* The rights of the region that holds all of [addr, addr + len), or 0 if none does.
- * Never fails; thread-safe, does not block. */
+/* The rights every byte of [addr, addr + len) has: those of the region that holds it, or
+ * the rights common to regions that touch end to end and together hold it; 0 if some byte
+ * is in no region. Never fails; thread-safe, does not block. */
 int exo_carat_region_lookup(uintptr_t addr, uintptr_t len);
 
 /* What the runtime knows of the allocation that contains addr. */

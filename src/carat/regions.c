@@ -96,9 +96,9 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
     return 0;
 }
 
-EXO_API int exo_carat_region_lookup(uintptr_t addr, uintptr_t len)
+/* The region holding addr, or NULL. */
+static const struct exo_carat_region *region_at(const struct region_set *s, uintptr_t addr)
 {
-    const struct region_set *s = regions_now();
     size_t lo = 0, hi = s->n;
     while (lo < hi) {                /* the last region starting at or below addr */
         size_t mid = (lo + hi) / 2;
@@ -107,11 +107,46 @@ EXO_API int exo_carat_region_lookup(uintptr_t addr, uintptr_t len)
         else
             hi = mid;
     }
-    if (!lo)
-        return 0;
-    const struct exo_carat_region *r = &s->r[lo - 1];
+    if (!lo || addr - s->r[lo - 1].base >= s->r[lo - 1].len)
+        return NULL;
+    return &s->r[lo - 1];
+}
+
+/* A range may run through several regions that touch (a coalesced guard over two fields, a
+ * memcpy): it has the rights all of them give. */
+EXO_API int exo_carat_region_lookup(uintptr_t addr, uintptr_t len)
+{
+    const struct region_set *s = regions_now();
     uintptr_t end = addr + (len ? len : 1);
-    return end > addr && end <= r->base + r->len ? r->rights : 0;
+    if (end <= addr)
+        return 0;
+    int rights = EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC;
+    for (uintptr_t at = addr; at < end && rights;) {
+        const struct exo_carat_region *r = region_at(s, at);
+        if (!r)
+            return 0;
+        rights &= r->rights;
+        at = r->base + r->len;
+        if (at == 0)                 /* a region that ends at the top of the address space */
+            break;
+    }
+    return rights;
+}
+
+/* The first byte of [addr, addr+len) that no region gives `access` to (addr if none). */
+static uintptr_t first_refused(uintptr_t addr, uintptr_t len, int access)
+{
+    const struct region_set *s = regions_now();
+    uintptr_t end = addr + (len ? len : 1);
+    for (uintptr_t at = addr; at < end;) {
+        const struct exo_carat_region *r = region_at(s, at);
+        if (!r || (r->rights & access) != access)
+            return at;
+        at = r->base + r->len;
+        if (at == 0)
+            break;
+    }
+    return addr;
 }
 
 static const char *access_name(int access)
@@ -119,18 +154,25 @@ static const char *access_name(int access)
     return access & EXO_CARAT_WRITE ? "write" : access & EXO_CARAT_EXEC ? "call" : "read";
 }
 
-/* Say what was refused, as precisely as the runtime knows it. */
+/* Say what was refused, as precisely as the runtime knows it. A check may cover several
+ * accesses (coalesced guards, ranges): the allocation named is that of its first refused
+ * byte. */
 static void report(uintptr_t addr, uintptr_t len, int access, const char *site, int have)
 {
-    char alloc[200] = "in no tracked allocation";
+    char alloc[240] = "in no tracked allocation", first[64] = "";
+    uintptr_t bad = first_refused(addr, len, access);
+    if (bad != addr)
+        snprintf(first, sizeof first, "first refused byte %#" PRIxPTR " ", bad);
     pthread_mutex_lock(&exo_carat.lock);
     exo_carat_flush_own();
-    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, bad);
     if (a)
-        snprintf(alloc, sizeof alloc, "at offset %" PRIuPTR " of the %" PRIuPTR
-                 "-byte %s allocation from %s", addr - a->base, a->size,
+        snprintf(alloc, sizeof alloc, "%sat offset %" PRIuPTR " of the %" PRIuPTR
+                 "-byte %s allocation from %s", first, bad - a->base, a->size,
                  a->kind == EXO_CARAT_HEAP ? "heap" : a->kind == EXO_CARAT_GLOBAL ? "global"
                  : "stack", a->site ? a->site : "?");
+    else if (bad != addr)
+        snprintf(alloc, sizeof alloc, "%sin no tracked allocation", first);
     pthread_mutex_unlock(&exo_carat.lock);
     fprintf(stderr, "exomem carat: guard violation: %s of %" PRIuPTR " bytes at %#" PRIxPTR
             " (%s) at %s: %s\n", access_name(access), len, addr, alloc, site ? site : "?",

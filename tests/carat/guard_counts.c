@@ -37,3 +37,13 @@ long local_array(long v)
     buf[2] = v;
     return buf[2];
 }
+
+/* coalesce: three fields of one struct read in one block: one check over all 24 bytes. */
+struct point3 {
+    long x, y, z;
+};
+
+long manhattan(const struct point3 *p)
+{
+    return p->x + p->y + p->z;
+}
