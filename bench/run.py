@@ -394,9 +394,12 @@ def total_bytes(params):
 
 def pick_park_switch(entries):
     """The park-engine switch the targets are judged on: 1 GiB in one segment if measured."""
+    # switch_inout is a round trip (two switches) and *_step a part of one: not a switch.
     cands = [e for e in entries if "switch" in e["name"] and
+             e["name"] != "switch_inout" and not e["name"].endswith("_step") and
              ("park" in e["name"] or e["params"].get("engine") == "park")]
-    cands.sort(key=lambda e: (total_bytes(e["params"]) != GIB, e["params"].get("segs", 1) != 1,
+    cands.sort(key=lambda e: (e["name"] != "switch_park", total_bytes(e["params"]) != GIB,
+                              e["params"].get("segs", 1) != 1,
                               e["params"].get("peer", "vas") != "vas", -total_bytes(e["params"])))
     return cands[0] if cands else None
 
