@@ -41,7 +41,8 @@ struct GuardCounts {
   unsigned Redundant = 0;   // an equal or wider check dominates it
   unsigned Hoisted = 0;     // loop-invariant: checked once before the loop
   unsigned Merged = 0;      // walks a range the loop bounds: one range check before it
-  unsigned Coalesced = 0;   // folded into a check of the same base earlier in its block
+  unsigned Coalesced = 0;   // folded into a check of the same base: earlier in its block, or
+                            // a dominating one whose range holds it
   unsigned Final = 0;       // guards left in the code (hoisted and merged ones included)
   unsigned naive() const { return Loads + Stores + Calls + Ranges; }
 };

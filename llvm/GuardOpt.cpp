@@ -18,7 +18,8 @@
 //               provided everything between them continues to the next instruction: once
 //               the first runs, every one of them runs, so a failing wide check is a
 //               violation the block was going to make anyway (reported at its first
-//               access).
+//               access); then a check at one base drops the guards at that base inside
+//               its range that it dominates.
 #include "Guards.h"
 
 #include "llvm/Analysis/Loads.h"
@@ -261,6 +262,36 @@ static void coalesce(Function &F, std::vector<Guard> &Gs, GuardCounts &C) {
   }
 }
 
+// After coalescing: a check at one base over [Lo, Hi) also covers a later guard at the same
+// base inside that range, with no more rights, wherever it dominates it (the redundant
+// rule with constant offsets).
+static void dropCoveredByOffset(Function &F, std::vector<Guard> &Gs, DominatorTree &DT,
+                                GuardCounts &C) {
+  const DataLayout &DL = F.getParent()->getDataLayout();
+  struct Span {
+    Guard *G;
+    int64_t Lo, Hi;
+  };
+  std::map<const Value *, std::vector<Span>> ByBase;
+  for (Guard &G : Gs) {
+    if (G.Removed || G.InsertBefore || (G.K != Guard::Load && G.K != Guard::Store))
+      continue;
+    int64_t Off = 0;
+    const Value *Base = GetPointerBaseWithConstantOffset(G.Ptr, Off, DL);
+    ByBase[Base].push_back({&G, Off, Off + int64_t(G.Size)});
+  }
+  for (auto &[Base, List] : ByBase)
+    for (Span &B : List)
+      for (Span &A : List) {
+        if (&A == &B || A.G->Removed || (A.G->Access & B.G->Access) != B.G->Access ||
+            A.Lo > B.Lo || A.Hi < B.Hi || !DT.dominates(A.G->At, B.G->At))
+          continue;
+        B.G->Removed = true;
+        C.Coalesced++;
+        break;
+      }
+}
+
 void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
                                   const GuardOptions &O, std::vector<Guard> &Gs,
                                   GuardCounts &C) {
@@ -279,8 +310,10 @@ void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
   }
   if (O.Merge)
     merge(F, Gs, LI, DT, SE, C);
-  if (O.Coalesce)
+  if (O.Coalesce) {
     coalesce(F, Gs, C);
+    dropCoveredByOffset(F, Gs, DT, C);
+  }
 }
 
 void exomem_carat::prepareLoops(Function &F, FunctionAnalysisManager &FAM) {
