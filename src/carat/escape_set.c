@@ -6,6 +6,7 @@
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "internal.h"
+#include "os/os.h"
 
 #include <string.h>
 
@@ -87,32 +88,41 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
     }
 }
 
-/* The word at addr, read as the program left it (racing its writers is fine: a slot being
- * written has its new value's escape logged, and applied before any move). */
-CARAT_NO_ASAN static uintptr_t read_word(uintptr_t addr)
-{
-    return __atomic_load_n((const uintptr_t *)addr, __ATOMIC_RELAXED);
-}
-
+/* Drop the slots of s that no longer hold the pointer they were told to hold. Only slots in
+ * memory the table says is live are looked at, and they are read through the kernel
+ * (exo_os_read_self), not directly: a tracked block freed by code the plugin never saw
+ * may be unmapped by now, and a clean-up must not crash the program over it (an unreadable
+ * slot is dropped). Reading races the program's writers, which is fine: a slot being
+ * written has its new value's escape logged, and applied before any move. */
 uint32_t exo_carat_escape_set_purge(struct alloc_table *t, struct escape_set *s)
 {
-    uint32_t dropped = 0;
+    uintptr_t *addr = exo_carat_mem_alloc(s->cap * sizeof *addr);
+    uintptr_t *word = exo_carat_mem_alloc(s->cap * sizeof *word);
+    bool *ok = exo_carat_mem_alloc(s->cap * sizeof *ok);
+    uint32_t n = 0, dropped = 0;
+    if (!addr || !word || !ok)
+        goto out;   /* no memory for the clean-up: the set grows instead */
     struct alloc *in = NULL;   /* the allocation the last slot was in: slots come in runs */
-    for (uint32_t i = 0; i < s->cap;) {
+    for (uint32_t i = 0; i < s->cap; i++) {
         uintptr_t slot = s->slots[i].slot;
         if (slot && (!in || slot - in->base >= in->size))
             in = exo_carat_alloc_table_find(t, slot);
-        if (slot && in && slot + 8 <= in->base + in->size &&
-            read_word(slot) != s->slots[i].value) {
-            /* Removing re-places the rest of the run: position i may hold another slot
-             * now, so look at it again. (One re-placed across the end is not looked at:
-             * this is a clean-up, not a guarantee.) */
-            exo_carat_escape_set_remove(s, slot);
+        if (slot && in && slot + 8 <= in->base + in->size)
+            addr[n++] = slot;
+    }
+    if (exo_os_read_self(addr, word, ok, n) != 0)
+        goto out;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = probe(s, addr[k]);
+        if (s->slots[i].slot && (!ok[k] || word[k] != s->slots[i].value)) {
+            exo_carat_escape_set_remove(s, addr[k]);
             dropped++;
-        } else {
-            i++;
         }
     }
+out:
+    exo_carat_mem_free(addr, s->cap * sizeof *addr);
+    exo_carat_mem_free(word, s->cap * sizeof *word);
+    exo_carat_mem_free(ok, s->cap * sizeof *ok);
     return dropped;
 }
 

@@ -256,6 +256,12 @@ int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len
 /* The executable segment [*lo, *hi) of the loaded object (program or shared library) whose
  * code holds address code (dl_iterate_phdr). -EXO_ENOENT if none does. */
 int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi);
+/* Read n words of this process's memory at addr[i] into word[i] without touching them
+ * directly (process_vm_readv): ok[i] says whether addr[i] could be read; an unmapped word
+ * is not a crash. 0, or a negative code when the kernel refuses the call altogether (the
+ * caller then must not read directly either, unless it knows the memory is there). */
+int exo_os_read_self(const uintptr_t *addr, uintptr_t *word, bool *ok, size_t n);
+
 /* The calling thread's stack [*lo, *hi) as the C library knows it (pthread_getattr_np: for
  * the main thread, from /proc/self/maps and the stack size limit; it may call malloc).
  * -EXO_EIO if the C library cannot tell. */

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
@@ -235,5 +237,31 @@ int exo_os_copy_file(int src, int dst, uint64_t size)
     memcpy(to, from, size);
     munmap(to, size);
     munmap(from, size);
+    return 0;
+}
+
+int exo_os_read_self(const uintptr_t *addr, uintptr_t *word, bool *ok, size_t n)
+{
+    enum { BATCH = 256 };
+    struct iovec local[BATCH], remote[BATCH];
+    pid_t self = getpid();
+    size_t i = 0;
+    while (i < n) {
+        size_t m = n - i < BATCH ? n - i : BATCH;
+        for (size_t k = 0; k < m; k++) {
+            local[k] = (struct iovec){ &word[i + k], sizeof word[0] };
+            remote[k] = (struct iovec){ (void *)addr[i + k], sizeof word[0] };
+        }
+        ssize_t got = process_vm_readv(self, local, m, remote, m, 0);
+        if (got < 0 && errno != EFAULT)
+            return -exo_os_code(errno);
+        /* The kernel stops at the first element it cannot read (never inside one). */
+        size_t done = got < 0 ? 0 : (size_t)got / sizeof word[0];
+        for (size_t k = 0; k < done; k++)
+            ok[i + k] = true;
+        if (done < m)
+            ok[i + done++] = false;
+        i += done;
+    }
     return 0;
 }
