@@ -123,7 +123,8 @@ static void writeStats(Module &M, const TrackCounts &T, const GuardCounts &G,
 // went on swapping elements of the old block (one compression of bzip2's sample3 in 13
 // came out wrong at 10,000 moves a second). Without the pass, a loop indexes from the
 // block's own address. Set here, once, for the compilation this plugin runs in: the code
-// generator reads it when it builds its passes.
+// generator reads it when it builds its passes. One given on the command line
+// (-mllvm -disable-lsr=false, to measure what the pass is worth) is left as it is.
 static void keepLoopAddressesInBlocks() {
   static bool Done;
   if (Done)
@@ -131,6 +132,8 @@ static void keepLoopAddressesInBlocks() {
   Done = true;
   auto &Opts = cl::getRegisteredOptions();
   auto It = Opts.find("disable-lsr");
+  if (It != Opts.end() && It->second->getNumOccurrences())
+    return;
   if (It == Opts.end() || It->second->addOccurrence(0, "disable-lsr", "true"))
     errs() << "exomem carat: cannot turn loop strength reduction off: loops may keep "
               "addresses a move cannot patch\n";
