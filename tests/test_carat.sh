@@ -169,6 +169,14 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     timeout 120 "$dir/$t" || bad "$t failed"
 done
 
+# A loop walking a block down while the block moves, built with guards as bzip2's sort was:
+# its addresses must stay in the block (no loop strength reduction where code may move).
+EXOMEM_CARAT_PARTS=track,escapes,guards "$cc" "${flags[@]}" "$src/tests/carat/move_loop_base.c" \
+    -o "$dir/move_loop_base" -lpthread 2>"$dir/mlb.err" ||
+    bad "move_loop_base.c did not build: $(cat "$dir/mlb.err")"
+grep -q "loop strength reduction" "$dir/mlb.err" && bad "$(cat "$dir/mlb.err")"
+timeout 120 "$dir/move_loop_base" || bad "move_loop_base failed"
+
 # The per-process report at exit (EXOMEM_CARAT_REPORT): one JSON line per process, appended.
 EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "move_derived with a report"
 EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "move_derived with a report"
