@@ -1,5 +1,5 @@
 /* rpcjmp: a store of records reached by switching into its VAS or through a server process
- * on a UNIX socket (SpaceJMP's Figure 7 as a tool). See rpcjmp.h and docs/spacejmp.md. */
+ * on a UNIX socket (SpaceJMP's Figure 7 as a tool). See rpcjmp.h and docs/spacejmp-apps.md. */
 #include "rpcjmp.h"
 
 #include <errno.h>

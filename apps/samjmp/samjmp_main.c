@@ -1,5 +1,5 @@
 /* samjmp: one command per pipeline stage; each run is a separate process that finds the
- * records where the previous stage left them (see samjmp.h and docs/spacejmp.md). */
+ * records where the previous stage left them (see samjmp.h and docs/spacejmp-apps.md). */
 #include "samjmp.h"
 
 #include <getopt.h>

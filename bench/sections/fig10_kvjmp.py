@@ -19,7 +19,7 @@ INTRO = (
     "segment at a 1 GiB-aligned base, on transparent huge pages (a client that mixes GET and "
     "SET switches between a read-only and a read-write attachment of the segment, which "
     "changes the protection of every page-table entry of it: ~50 ms per switch on 4 KiB "
-    "pages, see docs/spacejmp.md); there is no server: a client process switches into the "
+    "pages, see docs/spacejmp-apps.md); there is no server: a client process switches into the "
     "store's read-only VAS (shared segment lock) for GET and into its read-write VAS "
     "(exclusive lock) for SET, runs the command on the table itself, and switches home again "
     "&mdash; two vas_switch calls per request, as in the paper's Redis<sub>JMP</sub>. kvjmp "
