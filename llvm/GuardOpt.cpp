@@ -60,10 +60,10 @@ static void valueRange(Function &F, std::vector<Guard> &Gs, DominatorTree &DT,
     const Value *Obj = getUnderlyingObject(G.Ptr);
     if (!isa<AllocaInst>(Obj) && !isa<GlobalVariable>(Obj))
       continue;
+    if (isa<AtomicRMWInst, AtomicCmpXchgInst>(G.At))
+      continue;   // (before the cast below: their guards are Store guards too)
     Type *Ty = G.K == Guard::Load ? G.At->getType()
                                   : cast<StoreInst>(G.At)->getValueOperand()->getType();
-    if (isa<AtomicRMWInst, AtomicCmpXchgInst>(G.At))
-      continue;
     if (auto *GV = dyn_cast<GlobalVariable>(Obj); GV && GV->isConstant() && G.Access & Write)
       continue;   // a store to a constant: let the guard see it
     if (isDereferenceableAndAlignedPointer(G.Ptr, Ty, Align(1), DL, G.At, nullptr, &DT)) {
