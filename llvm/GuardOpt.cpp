@@ -245,9 +245,10 @@ static void coalesce(Function &F, std::vector<Guard> &Gs, GuardCounts &C) {
           R.Base = Base;
           R.Lo = Off;
           R.Hi = End;
+        } else {
+          R.Lo = std::min(R.Lo, Off);
+          R.Hi = std::max(R.Hi, End);
         }
-        R.Lo = std::min(R.Lo, Off);
-        R.Hi = std::max(R.Hi, End);
         R.Access |= G->Access;
         R.Members.push_back(G);
       }

@@ -45,11 +45,12 @@ def runs(entries, pad=None):
             (pad is None or e["params"].get("pad") == pad)]
 
 
-def pick(entries, size, load, threads, pad, name="switch_load", step=None):
+def pick(entries, size, load, threads, pad, name="switch_load", step=None, engine=None):
     for e in entries:
         p = e["params"]
         if (e["name"] == name and p.get("seg_bytes") == size and p.get("load") == load and
-                p.get("threads") == threads and p.get("pad") == pad and p.get("step") == step):
+                p.get("threads") == threads and p.get("pad") == pad and p.get("step") == step
+                and p.get("engine") == engine):
             return e
     return None
 
@@ -69,13 +70,8 @@ def sizes_of(entries):
 
 
 def inout(entries, size, load, threads, engine):
-    for e in entries:
-        p = e["params"]
-        if (e["name"] == "switch_inout" and p.get("seg_bytes") == size and
-                p.get("load") == load and p.get("threads") == threads and
-                p.get("engine") == engine):
-            return e
-    return None
+    """Into and out of one VAS (padded), per round trip, on one engine."""
+    return pick(entries, size, load, threads, "yes", "switch_inout", engine=engine)
 
 
 def targets(entries):

@@ -112,41 +112,43 @@ static const struct exo_carat_region *region_at(const struct region_set *s, uint
     return &s->r[lo - 1];
 }
 
-/* A range may run through several regions that touch (a coalesced guard over two fields, a
- * memcpy): it has the rights all of them give. */
-EXO_API int exo_carat_region_lookup(uintptr_t addr, uintptr_t len)
+/* Walk [addr, end) through regions that touch end to end, as long as each gives the rights
+ * in `need`; *common gets the rights all the regions walked give. Returns where the walk
+ * stopped: end (or past it) when every byte is covered, else the first byte not covered. */
+static uintptr_t walk_regions(uintptr_t addr, uintptr_t end, int need, int *common)
 {
     const struct region_set *s = regions_now();
-    uintptr_t end = addr + (len ? len : 1);
-    if (end <= addr)
-        return 0;
-    int rights = EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC;
-    for (uintptr_t at = addr; at < end && rights;) {
+    *common = EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC;
+    for (uintptr_t at = addr; at < end;) {
         const struct exo_carat_region *r = region_at(s, at);
-        if (!r)
-            return 0;
-        rights &= r->rights;
+        if (!r || (r->rights & need) != need)
+            return at;
+        *common &= r->rights;
         at = r->base + r->len;
         if (at == 0)                 /* a region that ends at the top of the address space */
             break;
     }
-    return rights;
+    return end;
+}
+
+/* A range may run through several regions that touch (a coalesced guard over two fields, a
+ * memcpy): it has the rights all of them give. */
+EXO_API int exo_carat_region_lookup(uintptr_t addr, uintptr_t len)
+{
+    uintptr_t end = addr + (len ? len : 1);
+    int common;
+    if (end <= addr || walk_regions(addr, end, 0, &common) != end)
+        return 0;
+    return common;
 }
 
 /* The first byte of [addr, addr+len) that no region gives `access` to (addr if none). */
 static uintptr_t first_refused(uintptr_t addr, uintptr_t len, int access)
 {
-    const struct region_set *s = regions_now();
     uintptr_t end = addr + (len ? len : 1);
-    for (uintptr_t at = addr; at < end;) {
-        const struct exo_carat_region *r = region_at(s, at);
-        if (!r || (r->rights & access) != access)
-            return at;
-        at = r->base + r->len;
-        if (at == 0)
-            break;
-    }
-    return addr;
+    int common;
+    uintptr_t at = end > addr ? walk_regions(addr, end, access, &common) : addr;
+    return at < end ? at : addr;
 }
 
 static const char *access_name(int access)

@@ -190,11 +190,6 @@ static int release_piece(uint64_t a, uint64_t b, struct piece_cover c, void *arg
  * below the base. */
 #define PAD_UNIT (UINT64_C(1) << 30)
 
-static bool ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-    return a < b + blen && b < a + alen;
-}
-
 /* The span ps would have padded, or its size when it cannot be padded. */
 static uint64_t padded_span(const struct space *s, const struct pseg *ps)
 {

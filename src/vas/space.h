@@ -21,7 +21,6 @@ enum pseg_where {
                        VAS and unlocked; moved off when a VAS needing the range comes in */
 };
 
-
 struct pseg {
     segid_t sid;
     char name[EXOMEM_NAME_MAX + 1];
@@ -51,6 +50,12 @@ struct pseg {
     struct exo_pager *pager;
     struct exo_pager_store *store;
 };
+
+/* Do [a, a+alen) and [b, b+blen) share a byte? */
+static inline bool ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
 
 /* Mapped at its base (the current VAS's, or kept there by the keep engine). */
 static inline bool pseg_at_base(const struct pseg *ps)

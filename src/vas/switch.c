@@ -128,7 +128,7 @@ static bool in_the_way_of(const struct attachment *to, const struct pseg *ps)
         return false;
     for (unsigned i = 0; i < to->nsegs; i++) {
         const struct pseg *o = to->segs[i].ps;
-        if (o != ps && o->base < ps->base + ps->span && ps->base < o->base + o->span)
+        if (o != ps && ranges_meet(o->base, o->span, ps->base, ps->span))
             return true;
     }
     return false;
@@ -195,8 +195,7 @@ static void clear_kept_for(struct space *s, const struct pseg *ps)
 {
     for (size_t i = 0; i < s->npsegs; i++) {
         struct pseg *o = s->psegs[i];
-        if (o != ps && o->where == PSEG_KEPT && o->base < ps->base + ps->span &&
-            ps->base < o->base + o->span)
+        if (o != ps && o->where == PSEG_KEPT && ranges_meet(o->base, o->span, ps->base, ps->span))
             switch_out(s, o);
     }
 }
