@@ -134,6 +134,13 @@ static void config_load(void)
     if (!moves || end == moves || *end)
         config.carat_moves = 0;
 
+    /* CARAT: keep this many old copies of moved blocks, filled, to catch pointers a move
+     * missed (docs/carat.md); at most 4096. */
+    const char *quarantine = getenv("EXOMEM_CARAT_QUARANTINE");
+    uint64_t kept;
+    if (quarantine && exo_parse_size(quarantine, &kept) == 0 && kept <= 4096)
+        config.carat_quarantine = (uint32_t)kept;
+
     /* CARAT: append each process's counters to this file at exit (docs/carat.md). */
     config.carat_report = getenv("EXOMEM_CARAT_REPORT");
 

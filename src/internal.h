@@ -29,6 +29,7 @@ struct exo_config {
     long lock_timeout_ms;     /* EXOMEM_LOCK_TIMEOUT (ms; default 10000): registry lock wait */
     double carat_moves;       /* EXOMEM_CARAT_MOVES: worst-case moves a second (0: none) */
     const char *carat_report; /* EXOMEM_CARAT_REPORT: file for counters at exit, or NULL */
+    uint32_t carat_quarantine; /* EXOMEM_CARAT_QUARANTINE: old copies of moved blocks kept */
 };
 const struct exo_config *exo_config(void);
 

@@ -169,6 +169,16 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     timeout 120 "$dir/$t" || bad "$t failed"
 done
 
+# The quarantine of old copies: a write through a pointer a move missed is found, counted
+# and reported; without EXOMEM_CARAT_QUARANTINE nothing is kept.
+"$cc" "${flags[@]}" "$src/tests/carat/move_quarantine.c" -o "$dir/move_quarantine" ||
+    bad "move_quarantine.c did not build"
+EXOMEM_CARAT_QUARANTINE=2 timeout 60 "$dir/move_quarantine" >/dev/null 2>"$dir/mq.err" ||
+    bad "move_quarantine failed: $(cat "$dir/mq.err")"
+grep -q "a write through a pointer a move missed: the old copy of the [0-9]*-byte allocation from .*move_quarantine.c:[0-9]*, moved from 0x[0-9a-f]* to 0x[0-9a-f]*, was written at offset 16 (word 0x2a)" "$dir/mq.err" ||
+    bad "move_quarantine: report: $(cat "$dir/mq.err")"
+timeout 60 "$dir/move_quarantine" off >/dev/null || bad "move_quarantine off failed"
+
 # A loop walking a block down while the block moves, built with guards as bzip2's sort was:
 # its addresses must stay in the block (no loop strength reduction where code may move).
 EXOMEM_CARAT_PARTS=track,escapes,guards "$cc" "${flags[@]}" "$src/tests/carat/move_loop_base.c" \

@@ -91,6 +91,9 @@ struct exo_carat_stats {
     uint64_t moves;            /* completed moves */
     uint64_t moves_refused;    /* moves refused: a thread held an address derived from the block */
     uint64_t move_ns;          /* time spent in moves, world stopped */
+    /* Writes found in the old copies of moved blocks (EXOMEM_CARAT_QUARANTINE): writes
+     * through pointers a move did not patch. 0 without the quarantine. */
+    uint64_t stale_writes;
 };
 
 /* Fill *st. Never fails; thread-safe, does not block (counters may lag by one event). */
@@ -112,7 +115,8 @@ struct exo_carat_move_cost {
  * every other thread of the process is stopped: each escaped pointer into it, and each
  * register or stack word of a stopped thread (and of the caller's stack) that points into
  * it, is changed to point to the same offset of the new copy; the old block is freed after
- * the threads resume. *new_base (may be NULL) gets the new address of the allocation's
+ * the threads resume (or, with EXOMEM_CARAT_QUARANTINE, kept filled for a while to catch
+ * pointers the move missed: docs/carat.md). *new_base (may be NULL) gets the new address of the allocation's
  * first byte; *cost (may be NULL) the breakdown. Errors: -EXO_ENOENT (addr is in no tracked
  * heap allocation), -EXO_ENOMEM, -EXO_EAGAIN (the allocation was freed or resized while
  * the world stopped, or a stopped thread held an address derived from it but outside it,

@@ -54,7 +54,7 @@ extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("in
 
 struct carat_counters {
     _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns, moves_refused,
-        stack_objects;
+        stack_objects, stale_writes;
 };
 
 struct carat_runtime {
@@ -64,6 +64,16 @@ struct carat_runtime {
     struct carat_counters count;
 };
 extern struct carat_runtime exo_carat;
+
+/* ---- the quarantine of old copies (quarantine.c, EXOMEM_CARAT_QUARANTINE) ---- */
+
+/* A move has copied the block at old (span bytes) to now: keep the old copy filled with a
+ * pattern instead of freeing it, after checking the copies kept before for writes. Returns
+ * what the caller frees once the threads resume: old itself when the quarantine is off, the
+ * copy it pushed out of a full quarantine, or NULL. World stopped, lock held. */
+void *exo_carat_quarantine_keep(uintptr_t old, uintptr_t span, uintptr_t now, const char *site);
+/* Print what the last check found (stderr). After the threads resume; mover thread only. */
+void exo_carat_quarantine_report(void);
 
 /* With EXOMEM_CARAT_REPORT set, append the process's counters to that file at exit. */
 void exo_carat_report_at_exit(void);

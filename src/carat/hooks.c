@@ -504,6 +504,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->moves_refused = atomic_load(&exo_carat.count.moves_refused);
     st->stack_objects_total += atomic_load(&exo_carat.count.stack_objects);
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
+    st->stale_writes = atomic_load(&exo_carat.count.stale_writes);
 }
 
 uintptr_t exo_carat_worst_heap(void)

@@ -550,11 +550,13 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
      * log was applied first), now at the same offsets of the new block. */
     exo_carat_scan_known((uintptr_t)dest, base, span, true);
     note_inner_logged(&p);
+    void *release = exo_carat_quarantine_keep(base, span, (uintptr_t)dest, a->site);
     uint64_t t5 = exo_os_now_ns();
     pthread_mutex_unlock(&exo_carat.lock);
     exo_carat_world_resume();
     uint64_t t6 = exo_os_now_ns();
-    free((void *)base);
+    free(release);
+    exo_carat_quarantine_report();
 
     c.stop_ns = t1 - t0;
     c.find_ns = t2 - t1;
