@@ -20,7 +20,7 @@ int main(int argc, char **argv)
     bool off = argc > 1 && strcmp(argv[1], "off") == 0;
     /* b far from a: the stale pointer must not look like an address derived from b (a
      * move of b would be refused, rightly: docs/carat.md) */
-    long *b = malloc(8 * sizeof *b);
+    long *b = malloc(4096 * sizeof *b);   /* another size class, under any allocator */
     spacer = malloc(8192);
     long *a = malloc(8 * sizeof *a);
     CHECK(a && b && spacer);
