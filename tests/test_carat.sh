@@ -152,10 +152,11 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # words that only look like pointers (a type tag over stale bytes) carried by realloc and
 # memcpy, left alone; stack objects released at return and after a longjmp; the allocation
 # table answering lookups under 200,000 random allocations, reallocs and frees; an escape set
-# cleaned up after a tracked block was freed behind the runtime's back and unmapped.
+# cleaned up after a tracked block was freed behind the runtime's back and unmapped, and a
+# move of a block one of whose escapes lay in such a block.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
-         table_stress purge_unmapped; do
+         table_stress purge_unmapped move_unmapped; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address

@@ -184,22 +184,44 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
     }
 }
 
-/* Does the slot still hold the pointer it was last known to hold? Lying in the block is not
- * enough: a slot may have been overwritten since by data that kept most of its bits, a
- * narrower store over part of it (a union's tag byte over the low byte of a pointer member,
- * as in Lua's UpVal, whose closed value's type tag overlays the open list's back pointer),
- * or a stale slot in freed memory that a new object reuses with a field of its own. Every
- * pointer store and copy the plugin instruments tells the runtime the exact value. */
-CARAT_NO_ASAN static bool holds(uintptr_t slot, uintptr_t value)
+/* The escapes of the block: each slot that still holds the pointer it was last known to
+ * hold is patched. Lying in the block is not enough: a slot may have been overwritten since
+ * by data that kept most of its bits, a narrower store over part of it (a union's tag byte
+ * over the low byte of a pointer member, as in Lua's UpVal, whose closed value's type tag
+ * overlays the open list's back pointer), or a stale slot in freed memory that a new
+ * object reuses with a field of its own. Every pointer store and copy the plugin
+ * instruments tells the runtime the exact value.
+ *
+ * The slots are read through the kernel first (exo_os_read_self), a batch at a time, not
+ * directly: a tracked block freed by code the plugin never saw still counts as live, and
+ * glibc may have unmapped it (a big block is a mapping of its own); reading its slots would
+ * kill the process in the middle of a move. An unreadable slot is left alone. Where the
+ * kernel refuses such reads altogether, the slots are read directly, as they were before. */
+#define PATCH_BATCH 256
+
+CARAT_NO_ASAN static void patch_batch(struct patch *p, struct escape_slot **e, uint32_t n)
 {
-    uintptr_t v;
-    memcpy(&v, (const void *)slot, sizeof v);
-    return v == value;
+    uintptr_t addr[PATCH_BATCH] = { 0 }, word[PATCH_BATCH];   /* set: gcc cannot tell n is in range */
+    bool ok[PATCH_BATCH];
+    if (n == 0)
+        return;
+    for (uint32_t k = 0; k < n; k++)
+        addr[k] = e[k]->slot;
+    if (exo_os_read_self(addr, word, ok, n) != 0)
+        for (uint32_t k = 0; k < n; k++) {
+            memcpy(&word[k], (const void *)addr[k], sizeof word[k]);
+            ok[k] = true;
+        }
+    for (uint32_t k = 0; k < n; k++)
+        if (ok[k] && word[k] == e[k]->value)
+            patch_word(p, (uintptr_t *)addr[k]);
 }
 
 CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
 {
     struct escape_set *s = &a->escapes;
+    struct escape_slot *batch[PATCH_BATCH];
+    uint32_t n = 0;
     for (uint32_t i = 0; i < s->cap; i++) {
         struct escape_slot *e = &s->slots[i];
         if (!e->slot || e->value - p->base > p->size)   /* one past the end too */
@@ -211,12 +233,23 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
          * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
          * (SQLite's fuzzcheck). */
         bool in_alloc;
-        if (slot_usable(e->slot, e->in_alloc, &in_alloc) && holds(e->slot, e->value) &&
-            (in_alloc || e->value != p->base + p->size - 8))
-            patch_word(p, (uintptr_t *)e->slot);
-        /* Known to hold it or not, the slot's expected value follows the block: a copy
-         * whose hook ran before this move writes the patched source into it after. */
-        e->value += (uintptr_t)p->delta;
+        if (slot_usable(e->slot, e->in_alloc, &in_alloc) &&
+            (in_alloc || e->value != p->base + p->size - 8)) {
+            batch[n++] = e;
+            if (n == PATCH_BATCH) {
+                patch_batch(p, batch, n);
+                n = 0;
+            }
+        }
+    }
+    patch_batch(p, batch, n);
+    /* Known to hold it or not, each slot's expected value follows the block: a copy whose
+     * hook ran before this move writes the patched source into it after. After the
+     * batches: a batch compares the slots with the values before the move. */
+    for (uint32_t i = 0; i < s->cap; i++) {
+        struct escape_slot *e = &s->slots[i];
+        if (e->slot && e->value - p->base <= p->size)
+            e->value += (uintptr_t)p->delta;
     }
 }
 
