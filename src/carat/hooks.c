@@ -287,13 +287,15 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
             }
             track(p, size, EXO_CARAT_HEAP, site);
             /* the pointers old held are in p now */
-            pthread_mutex_lock(&exo_carat.lock);
-            exo_carat_flush_own();   /* older than the scan: applied first (hook_copy) */
-            if (old_size)
-                exo_carat_scan_known((uintptr_t)p, (uintptr_t)old, old_size, true);
-            else if (old)   /* a block the runtime never saw: whatever looks like a pointer */
-                exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
-            pthread_mutex_unlock(&exo_carat.lock);
+            if (old) {   /* realloc(NULL, n), a malloc, copied nothing: no scan, no flush */
+                pthread_mutex_lock(&exo_carat.lock);
+                exo_carat_flush_own();   /* older than the scan: applied first (hook_copy) */
+                if (old_size)
+                    exo_carat_scan_known((uintptr_t)p, (uintptr_t)old, old_size, true);
+                else   /* a block the runtime never saw: whatever looks like a pointer */
+                    exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
+                pthread_mutex_unlock(&exo_carat.lock);
+            }
         }
     }
     carat_leave();   /* the bracket exo_carat_hook_realloc_begin opened */
