@@ -48,6 +48,15 @@ static bool set_full(const struct escape_set *s)
 int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintptr_t slot,
                              uintptr_t value, bool in_alloc, bool may_purge)
 {
+    /* A slot already there only gets its new value: a set at its limit need not grow (nor
+     * be purged) for the slot it holds. */
+    if (s->cap) {
+        uint32_t i = probe(s, slot);
+        if (s->slots[i].slot) {
+            s->slots[i] = escape_slot_make(slot, value, in_alloc);
+            return 0;
+        }
+    }
     /* Purge first only if it pays: a quarter of the set freed means a quarter of its size
      * in adds before the next purge, so each add costs O(1) on average. */
     bool grow = set_full(s);
@@ -66,7 +75,7 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
         exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }
-    set_put(s, (struct escape_slot){ slot, value, in_alloc });
+    set_put(s, escape_slot_make(slot, value, in_alloc));
     return 0;
 }
 
@@ -88,8 +97,10 @@ void exo_carat_escape_set_remove(struct escape_set *s, uintptr_t slot)
     }
 }
 
-/* Drop the slots of s that no longer hold the pointer they were told to hold. Only slots in
- * memory the table says is live are looked at, and they are read through the kernel
+/* Drop the slots of s that no longer hold the pointer they were told to hold, and those
+ * that lay in a tracked allocation and lie in none now: freed memory, which a move leaves
+ * alone anyway (move.c's slot_usable); a store into it once it is allocated again is a new
+ * escape. Only slots in memory the table says is live are read, through the kernel
  * (exo_os_read_self), not directly: a tracked block freed by code the plugin never saw
  * may be unmapped by now, and a clean-up must not crash the program over it (an unreadable
  * slot is dropped). Reading races the program's writers, which is fine: a slot being
@@ -103,18 +114,26 @@ uint32_t exo_carat_escape_set_purge(struct alloc_table *t, struct escape_set *s)
     if (!addr || !word || !ok)
         goto out;   /* no memory for the clean-up: the set grows instead */
     struct alloc *in = NULL;   /* the allocation the last slot was in: slots come in runs */
+    uint32_t dead = 0;         /* freed slots, kept at the end of addr */
     for (uint32_t i = 0; i < s->cap; i++) {
         uintptr_t slot = s->slots[i].slot;
-        if (slot && (!in || slot - in->base >= in->size))
+        if (!slot)
+            continue;
+        if (!in || slot - in->base >= in->size)
             in = exo_carat_alloc_table_find(t, slot);
-        if (slot && in && slot + 8 <= in->base + in->size)
+        if (in && slot + 8 <= in->base + in->size)
             addr[n++] = slot;
+        else if (!in && escape_in_alloc(&s->slots[i]))
+            addr[s->cap - ++dead] = slot;   /* n + dead <= count < cap: no overlap */
     }
+    for (uint32_t k = 0; k < dead; k++)   /* after the walk: removal shifts entries */
+        exo_carat_escape_set_remove(s, addr[s->cap - 1 - k]);
+    dropped = dead;
     if (exo_os_read_self(addr, word, ok, n) != 0)
         goto out;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = probe(s, addr[k]);
-        if (s->slots[i].slot && (!ok[k] || word[k] != s->slots[i].value)) {
+        if (s->slots[i].slot && (!ok[k] || word[k] != escape_value(&s->slots[i]))) {
             exo_carat_escape_set_remove(s, addr[k]);
             dropped++;
         }
@@ -150,12 +169,18 @@ int exo_carat_escape_set_rekey(struct escape_set *s, uintptr_t lo, uintptr_t len
     return 0;
 }
 
+void exo_carat_escape_set_prefetch(const struct escape_set *s, uintptr_t slot)
+{
+    if (s->cap)
+        __builtin_prefetch(&s->slots[slot_hash(slot, s->cap)]);
+}
+
 bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uintptr_t value)
 {
     if (!s->cap)
         return false;
     uint32_t i = probe(s, slot);
-    return s->slots[i].slot && s->slots[i].value == value;
+    return s->slots[i].slot && escape_value(&s->slots[i]) == value;
 }
 
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)

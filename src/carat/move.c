@@ -213,7 +213,7 @@ CARAT_NO_ASAN static void patch_batch(struct patch *p, struct escape_slot **e, u
             ok[k] = true;
         }
     for (uint32_t k = 0; k < n; k++)
-        if (ok[k] && word[k] == e[k]->value)
+        if (ok[k] && word[k] == escape_value(e[k]))
             patch_word(p, (uintptr_t *)addr[k]);
 }
 
@@ -224,7 +224,8 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
     uint32_t n = 0;
     for (uint32_t i = 0; i < s->cap; i++) {
         struct escape_slot *e = &s->slots[i];
-        if (!e->slot || e->value - p->base > p->size)   /* one past the end too */
+        uintptr_t value = escape_value(e);
+        if (!e->slot || value - p->base > p->size)   /* one past the end too */
             continue;
         /* Outside every live allocation (in freed memory, or an uninstrumented library's),
          * the address of the next malloc chunk (the block's last 8 bytes) is glibc's own
@@ -233,8 +234,8 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
          * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
          * (SQLite's fuzzcheck). */
         bool in_alloc;
-        if (slot_usable(e->slot, e->in_alloc, &in_alloc) &&
-            (in_alloc || e->value != p->base + p->size - 8)) {
+        if (slot_usable(e->slot, escape_in_alloc(e), &in_alloc) &&
+            (in_alloc || value != p->base + p->size - 8)) {
             batch[n++] = e;
             if (n == PATCH_BATCH) {
                 patch_batch(p, batch, n);
@@ -248,8 +249,9 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
      * batches: a batch compares the slots with the values before the move. */
     for (uint32_t i = 0; i < s->cap; i++) {
         struct escape_slot *e = &s->slots[i];
-        if (e->slot && e->value - p->base <= p->size)
-            e->value += (uintptr_t)p->delta;
+        uintptr_t value = escape_value(e);
+        if (e->slot && value - p->base <= p->size)
+            *e = escape_slot_make(e->slot, value + (uintptr_t)p->delta, escape_in_alloc(e));
     }
 }
 
@@ -345,7 +347,8 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
         for (int i = 0; i < nmoved; i++) {
             exo_carat_escape_set_remove(s, moved[i].slot);
             exo_carat_escape_set_add(&exo_carat.table, s, moved[i].slot + (uintptr_t)p->delta,
-                                     moved[i].value, moved[i].in_alloc, false);
+                                     escape_value(&moved[i]), escape_in_alloc(&moved[i]),
+                                     false);
         }
     } while (nmoved == 64);
 }
