@@ -1,7 +1,7 @@
 /* The allocation table as a treap (a binary search tree on base addresses whose nodes also
  * keep heap order on random priorities, so it stays balanced on average without rebalancing
  * code), with a hash by base and a small cache of recent answers in front of it for "which
- * allocation contains this address", and page lists (page_index.c) that find the small
+ * allocation contains this address", and page bitmaps (page_index.c) that find the small
  * blocks inside which an address lies; the treap holds only the big ones. The escape sets
  * are in escape_set.c. */
 #include "carat/alloc_table.h"
@@ -106,7 +106,7 @@ static void forget_cached(struct alloc_table *t, const struct alloc *n)
 
 uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t)
 {
-    return t->bytes + t->by_base.bytes + t->pages.lists.bytes + t->pages.list_bytes;
+    return t->bytes + t->by_base.bytes + t->pages.map.bytes + t->pages.bits_bytes;
 }
 
 /* ---- the index by interior address: page lists for small blocks, the tree for the rest ---- */
@@ -117,12 +117,12 @@ void exo_carat_alloc_table_note_peak(struct alloc_table *t)
         t->peak_bytes = exo_carat_alloc_table_bytes(t);
 }
 
-/* Put n where a lookup by an address inside it finds it: the page lists if it is small and
- * there is memory for its lists, the tree otherwise (which needs none). */
+/* Put n where a lookup by an address inside it finds it: the page index if it is small,
+ * aligned, and there is memory for its bitmaps, the tree otherwise (which needs none). */
 static void index_add(struct alloc_table *t, struct alloc *n)
 {
     n->in_tree = n->size > PAGE_INDEX_SMALL ||
-                 exo_carat_page_index_add(&t->pages, n, n->base, n->size) != 0;
+                 exo_carat_page_index_add(&t->pages, n->base, n->size) != 0;
     if (n->in_tree) {
         n->left = n->right = NULL;
         n->prio = next_prio();
@@ -134,7 +134,7 @@ static void index_add(struct alloc_table *t, struct alloc *n)
 static void index_remove(struct alloc_table *t, struct alloc *n)
 {
     if (!n->in_tree) {
-        exo_carat_page_index_remove(&t->pages, n, n->base, n->size);
+        exo_carat_page_index_remove(&t->pages, n->base, n->size);
         return;
     }
     struct alloc **link = &t->root;   /* n itself, not another node with its base */
@@ -191,12 +191,27 @@ static void widen_filter(struct alloc_table *t, uintptr_t base, uintptr_t end)
         __atomic_store_n(&t->hi, end, __ATOMIC_RELAXED);
 }
 
+/* A block of the page index overlapping [base, end), or NULL. */
+static struct alloc *small_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t end)
+{
+    for (uintptr_t from = base;;) {
+        uintptr_t b = exo_carat_page_index_overlapping(&t->pages, from, end);
+        struct alloc *n = b ? by_base_get(t, b) : NULL;
+        if (!n || n->base + n->size > base)
+            return n;
+        /* it ends in base's granule, before base: look past that granule */
+        from = (from | 15) + 1;
+        if (from >= end)
+            return NULL;
+    }
+}
+
 /* Drop every allocation overlapping [base, end): stale, as the allocator gave that memory
  * out again. */
 static void drop_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t end)
 {
     for (;;) {
-        struct alloc *n = exo_carat_page_index_overlapping(&t->pages, base, end);
+        struct alloc *n = small_overlapping(t, base, end);
         if (!n)
             n = tree_overlapping(t, base, end);
         if (!n)
@@ -285,8 +300,11 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
     if (addr - c->base < c->size)   /* an empty entry has size 0 */
         return c->node;
     struct alloc *a = by_base_get(t, addr);
-    if (!a)
-        a = exo_carat_page_index_find(&t->pages, addr);
+    if (!a) {
+        uintptr_t b = exo_carat_page_index_find(&t->pages, addr);
+        if (b && (a = by_base_get(t, b)) && addr - a->base >= a->size)
+            a = NULL;   /* it ends before addr, in addr's granule */
+    }
     if (!a)
         a = find_in_tree(t, addr);
     if (a)

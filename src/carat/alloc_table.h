@@ -71,8 +71,8 @@ struct cache_entry {
 };
 
 struct alloc_table {
-    /* By interior address: small blocks in page lists (page_index.h), big ones (and small
-     * ones the lists had no memory for) in a treap. */
+    /* By interior address: small blocks in page bitmaps (page_index.h), big ones (and small
+     * ones not 16-byte aligned or without memory for bitmaps) in a treap. */
     struct page_index pages;
     struct alloc *root;
     struct cache_entry cache[ALLOC_TABLE_CACHE];
@@ -95,7 +95,7 @@ struct alloc_table {
     uint64_t escape_hist[EXO_CARAT_ESCAPE_BUCKETS];
 };
 
-/* The memory the table uses: nodes, escape sets, the hash by base, the page lists. */
+/* The memory the table uses: nodes, escape sets, the hash by base, the page bitmaps. */
 uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t);
 /* Record exo_carat_alloc_table_bytes as the peak if it is the largest yet (after growth). */
 void exo_carat_alloc_table_note_peak(struct alloc_table *t);

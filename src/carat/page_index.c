@@ -1,136 +1,201 @@
-/* The page index of small allocations (page_index.h): a hash from page number to the list
- * of allocations overlapping that page. Lists live in the runtime's own memory, in blocks
- * of a power of two bytes, and are freed when their page has none left. */
+/* The page index of small allocations (page_index.h): a hash from page number to two
+ * 256-bit bitmaps, one bit per 16-byte granule of the page. A bitmap block is freed when
+ * its page covers nothing any more. */
 #include "carat/page_index.h"
 #include "carat/carat_mem.h"
 #include "internal.h"
 
-#include <string.h>
+#include <stdbool.h>
 
 #define PAGE_SHIFT 12
-#define FIRST_LIST_BYTES 128
+#define GRANULE_SHIFT 4
+#define GRANULES (1u << (PAGE_SHIFT - GRANULE_SHIFT))   /* 256 a page */
+#define WORDS (GRANULES / 64)
 
-/* The block a list of capacity cap lives in: the power of two it was given. */
-static size_t block_bytes(uint32_t cap)
+/* One cache line. */
+struct page_bits {
+    uint64_t start[WORDS];     /* a block starts at this granule */
+    uint64_t covered[WORDS];   /* a block holds some of this granule's bytes */
+};
+
+static unsigned granule_of(uintptr_t addr)
 {
-    size_t want = sizeof(struct page_list) + cap * sizeof(struct page_item), b = FIRST_LIST_BYTES;
-    while (b < want)
-        b *= 2;
+    return (unsigned)(addr >> GRANULE_SHIFT) & (GRANULES - 1);
+}
+
+/* Bits [lo, hi] of w (lo <= hi < 64). */
+static uint64_t word_mask(unsigned lo, unsigned hi)
+{
+    return (hi == 63 ? ~0ull : (1ull << (hi + 1)) - 1) & ~((1ull << lo) - 1);
+}
+
+/* Set or clear bits [lo, hi] of a bitmap. */
+static void set_range(uint64_t *b, unsigned lo, unsigned hi, bool on)
+{
+    for (unsigned w = lo / 64; w <= hi / 64; w++) {
+        unsigned a = w == lo / 64 ? lo % 64 : 0, z = w == hi / 64 ? hi % 64 : 63;
+        if (on)
+            b[w] |= word_mask(a, z);
+        else
+            b[w] &= ~word_mask(a, z);
+    }
+}
+
+/* The lowest set bit in [lo, hi], or -1. */
+static int lowest_in(const uint64_t *b, unsigned lo, unsigned hi)
+{
+    for (unsigned w = lo / 64; w <= hi / 64; w++) {
+        unsigned a = w == lo / 64 ? lo % 64 : 0, z = w == hi / 64 ? hi % 64 : 63;
+        uint64_t m = b[w] & word_mask(a, z);
+        if (m)
+            return (int)(w * 64 + (unsigned)__builtin_ctzll(m));
+    }
+    return -1;
+}
+
+/* The highest set bit at or below g, or -1. */
+static int highest_upto(const uint64_t *b, unsigned g)
+{
+    for (int w = (int)(g / 64); w >= 0; w--) {
+        uint64_t m = b[w] & word_mask(0, (unsigned)w == g / 64 ? g % 64 : 63);
+        if (m)
+            return w * 64 + 63 - __builtin_clzll(m);
+    }
+    return -1;
+}
+
+static struct page_bits *bits_of(const struct page_index *pi, uintptr_t page)
+{
+    return exo_carat_addr_map_get(&pi->map, page);
+}
+
+/* The page's bitmaps, made if it has none. NULL: no memory. */
+static struct page_bits *bits_for(struct page_index *pi, uintptr_t page)
+{
+    struct page_bits *b = bits_of(pi, page);
+    if (b)
+        return b;
+    if (exo_carat_addr_map_reserve(&pi->map) || !(b = exo_carat_mem_alloc(sizeof *b)))
+        return NULL;
+    exo_carat_addr_map_put(&pi->map, page, b);
+    pi->bits_bytes += sizeof *b;
     return b;
 }
 
-static struct page_list *new_list(size_t bytes)
+/* Free the page's bitmaps if they cover nothing. */
+static void release_if_empty(struct page_index *pi, uintptr_t page)
 {
-    struct page_list *l = exo_carat_mem_alloc(bytes);
-    if (l)
-        l->cap = (uint32_t)((bytes - sizeof *l) / sizeof(struct page_item));
-    return l;
-}
-
-static int add_to_page(struct page_index *pi, uintptr_t page, struct page_item item)
-{
-    uint32_t i = exo_carat_addr_map_find(&pi->lists, page);
-    struct page_list *l;
-    if (i == UINT32_MAX) {
-        if (exo_carat_addr_map_reserve(&pi->lists) || !(l = new_list(FIRST_LIST_BYTES)))
-            return -EXO_ENOMEM;
-        pi->list_bytes += FIRST_LIST_BYTES;
-        exo_carat_addr_map_put(&pi->lists, page, l);
-    } else {
-        l = pi->lists.e[i].value;
-        if (l->n == l->cap) {
-            size_t old = block_bytes(l->cap);
-            struct page_list *bigger = new_list(2 * old);
-            if (!bigger)
-                return -EXO_ENOMEM;
-            bigger->n = l->n;
-            memcpy(bigger->items, l->items, l->n * sizeof *l->items);
-            exo_carat_mem_free(l, old);
-            pi->list_bytes += old;
-            pi->lists.e[i].value = l = bigger;
-        }
-    }
-    l->items[l->n++] = item;
-    return 0;
-}
-
-static void remove_from_page(struct page_index *pi, uintptr_t page, const struct alloc *node)
-{
-    uint32_t i = exo_carat_addr_map_find(&pi->lists, page);
+    uint32_t i = exo_carat_addr_map_find(&pi->map, page);
     if (i == UINT32_MAX)
         return;
-    struct page_list *l = pi->lists.e[i].value;
-    for (uint32_t k = 0; k < l->n; k++)
-        if (l->items[k].node == node) {
-            l->items[k] = l->items[--l->n];
-            break;
-        }
-    if (l->n == 0) {
-        size_t bytes = block_bytes(l->cap);
-        exo_carat_mem_free(l, bytes);
-        pi->list_bytes -= bytes;
-        exo_carat_addr_map_remove_at(&pi->lists, i);
+    struct page_bits *b = pi->map.e[i].value;
+    for (unsigned w = 0; w < WORDS; w++)
+        if (b->covered[w])
+            return;
+    exo_carat_mem_free(b, sizeof *b);
+    pi->bits_bytes -= sizeof *b;
+    exo_carat_addr_map_remove_at(&pi->map, i);
+}
+
+/* Mark [base, base + size) in its one or two pages, or unmark it. */
+static void mark(struct page_bits *first, struct page_bits *last, uintptr_t base,
+                 uintptr_t size, bool on)
+{
+    unsigned g0 = granule_of(base), g1 = granule_of(base + size - 1);
+    set_range(first->start, g0, g0, on);
+    if (first == last) {
+        set_range(first->covered, g0, g1, on);
+    } else {
+        set_range(first->covered, g0, GRANULES - 1, on);
+        set_range(last->covered, 0, g1, on);
     }
 }
 
-int exo_carat_page_index_add(struct page_index *pi, struct alloc *node, uintptr_t base,
-                             uintptr_t size)
+int exo_carat_page_index_add(struct page_index *pi, uintptr_t base, uintptr_t size)
 {
-    struct page_item item = { base, size, node };
-    uintptr_t first = base >> PAGE_SHIFT, last = (base + size - 1) >> PAGE_SHIFT;
-    if (add_to_page(pi, first, item))
+    if (base & ((1u << GRANULE_SHIFT) - 1))
+        return -EXO_EINVAL;
+    uintptr_t fp = base >> PAGE_SHIFT, lp = (base + size - 1) >> PAGE_SHIFT;
+    struct page_bits *first = bits_for(pi, fp);
+    if (!first)
         return -EXO_ENOMEM;
-    if (last != first && add_to_page(pi, last, item)) {
-        remove_from_page(pi, first, node);
+    struct page_bits *last = lp == fp ? first : bits_for(pi, lp);
+    if (!last) {
+        release_if_empty(pi, fp);
         return -EXO_ENOMEM;
     }
+    mark(first, last, base, size, true);
     return 0;
 }
 
-void exo_carat_page_index_remove(struct page_index *pi, const struct alloc *node,
-                                 uintptr_t base, uintptr_t size)
+void exo_carat_page_index_remove(struct page_index *pi, uintptr_t base, uintptr_t size)
 {
-    uintptr_t first = base >> PAGE_SHIFT, last = (base + size - 1) >> PAGE_SHIFT;
-    remove_from_page(pi, first, node);
-    if (last != first)
-        remove_from_page(pi, last, node);
+    uintptr_t fp = base >> PAGE_SHIFT, lp = (base + size - 1) >> PAGE_SHIFT;
+    struct page_bits *first = bits_of(pi, fp), *last = lp == fp ? first : bits_of(pi, lp);
+    if (!first || !last)
+        return;
+    mark(first, last, base, size, false);
+    release_if_empty(pi, fp);
+    if (lp != fp)
+        release_if_empty(pi, lp);
 }
 
-struct alloc *exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr)
+/* The base of the block holding granule g of page (whose bits are b, g covered): the last
+ * start at or before it, in this page or the one before (blocks are at most a page). */
+static uintptr_t start_before(const struct page_index *pi, uintptr_t page,
+                              const struct page_bits *b, unsigned g)
 {
-    const struct page_list *l = exo_carat_addr_map_get(&pi->lists, addr >> PAGE_SHIFT);
-    if (l)
-        for (uint32_t k = 0; k < l->n; k++)
-            if (addr - l->items[k].base < l->items[k].size)
-                return l->items[k].node;
-    return NULL;
+    int s = highest_upto(b->start, g);
+    if (s >= 0)
+        return (page << PAGE_SHIFT) | ((uintptr_t)s << GRANULE_SHIFT);
+    const struct page_bits *prev = bits_of(pi, page - 1);
+    if (prev && (s = highest_upto(prev->start, GRANULES - 1)) >= 0)
+        return ((page - 1) << PAGE_SHIFT) | ((uintptr_t)s << GRANULE_SHIFT);
+    return 0;
 }
 
-static struct alloc *overlap_in(const struct page_list *l, uintptr_t base, uintptr_t end)
+uintptr_t exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr)
 {
-    for (uint32_t k = 0; k < l->n; k++)
-        if (l->items[k].base < end && base < l->items[k].base + l->items[k].size)
-            return l->items[k].node;
-    return NULL;
+    uintptr_t page = addr >> PAGE_SHIFT;
+    const struct page_bits *b = bits_of(pi, page);
+    unsigned g = granule_of(addr);
+    if (!b || !(b->covered[g / 64] >> (g % 64) & 1))
+        return 0;
+    return start_before(pi, page, b, g);
 }
 
-struct alloc *exo_carat_page_index_overlapping(const struct page_index *pi, uintptr_t base,
-                                               uintptr_t end)
+/* A covered granule of page in the part of [base, end) on that page, as a block base. */
+static uintptr_t overlap_in(const struct page_index *pi, uintptr_t page,
+                            const struct page_bits *b, uintptr_t base, uintptr_t end)
 {
-    if (!pi->lists.count || end <= base)
-        return NULL;
+    unsigned g0 = base >> PAGE_SHIFT == page ? granule_of(base) : 0;
+    unsigned g1 = (end - 1) >> PAGE_SHIFT == page ? granule_of(end - 1) : GRANULES - 1;
+    int c = lowest_in(b->covered, g0, g1);
+    return c < 0 ? 0 : start_before(pi, page, b, (unsigned)c);
+}
+
+uintptr_t exo_carat_page_index_overlapping(const struct page_index *pi, uintptr_t base,
+                                           uintptr_t end)
+{
+    if (!pi->map.count || end <= base)
+        return 0;
     uintptr_t first = base >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
-    struct alloc *hit = NULL;
-    if (last - first < pi->lists.count) {   /* fewer pages in the range than listed */
-        for (uintptr_t p = first; p <= last && !hit; p++) {
-            const struct page_list *l = exo_carat_addr_map_get(&pi->lists, p);
-            if (l)
-                hit = overlap_in(l, base, end);
+    if (last - first < pi->map.count) {   /* fewer pages in the range than indexed */
+        for (uintptr_t p = first; p <= last; p++) {
+            const struct page_bits *b = bits_of(pi, p);
+            uintptr_t hit = b ? overlap_in(pi, p, b, base, end) : 0;
+            if (hit)
+                return hit;
         }
-    } else {                                /* a huge range: go through the listed pages */
-        for (uint32_t i = 0; i < pi->lists.cap && !hit; i++)
-            if (pi->lists.e[i].value && pi->lists.e[i].key - first <= last - first)
-                hit = overlap_in(pi->lists.e[i].value, base, end);
+    } else {                              /* a huge range: go through the indexed pages */
+        for (uint32_t i = 0; i < pi->map.cap; i++) {
+            uintptr_t p = pi->map.e[i].key;
+            uintptr_t hit = pi->map.e[i].value && p - first <= last - first
+                                ? overlap_in(pi, p, pi->map.e[i].value, base, end)
+                                : 0;
+            if (hit)
+                return hit;
+        }
     }
-    return hit;
+    return 0;
 }

@@ -1,9 +1,12 @@
-/* The small allocations of the allocation table listed by the pages they overlap (one or
- * two, as they are at most PAGE_INDEX_SMALL bytes): "which allocation contains this
- * address" reads one page's list instead of walking a tree with a cache miss per level, and
- * an allocation or free changes one or two lists. Programs with millions of small blocks
- * (an interpreter's objects) spent most of their tracking time in the tree. Not
- * thread-safe: the runtime's lock guards it, as it does the table. */
+/* The small allocations of the allocation table by the pages they overlap: for each such
+ * page, a bitmap of the 16-byte granules where a block starts and one of the granules a
+ * block covers. "Which allocation contains this address" and "does anything overlap this
+ * range" are then a hash lookup and a few bit operations, with no walk over the blocks of
+ * a page (Lua's pages hold dozens of small blocks each, and a list of them was scanned at
+ * every allocation, free and lookup). Only blocks of at most PAGE_INDEX_SMALL bytes that
+ * start on a 16-byte boundary (every malloc block) are indexed here: two such blocks that
+ * do not overlap never share a granule, so the bits are exact. Not thread-safe: the
+ * runtime's lock guards it, as it does the table. */
 #ifndef EXOMEM_CARAT_PAGE_INDEX_H
 #define EXOMEM_CARAT_PAGE_INDEX_H
 
@@ -13,37 +16,24 @@
 
 #define PAGE_INDEX_SMALL 4096
 
-struct alloc;
-
-/* An allocation in a page's list, with its range copied so a scan reads no node. */
-struct page_item {
-    uintptr_t base, size;
-    struct alloc *node;
-};
-
-/* The allocations overlapping one page, in no order. */
-struct page_list {
-    uint32_t n, cap;
-    struct page_item items[];
-};
-
-/* Pages with a list: page number (address >> 12) to its list. */
+/* Pages with a bitmap: page number (address >> 12) to its struct page_bits. */
 struct page_index {
-    struct addr_map lists;
-    uint64_t list_bytes;     /* memory of the lists (the map counts its own) */
+    struct addr_map map;
+    uint64_t bits_bytes;     /* memory of the bitmaps (the map counts its own) */
 };
 
-/* List [base, base + size) (size at most PAGE_INDEX_SMALL) as node's. -EXO_ENOMEM, and
+/* Index [base, base + size) (size at most PAGE_INDEX_SMALL). -EXO_EINVAL if base is not
+ * 16-byte aligned (the caller keeps such a block elsewhere), -EXO_ENOMEM; either way
  * nothing changed. */
-int exo_carat_page_index_add(struct page_index *pi, struct alloc *node, uintptr_t base,
-                             uintptr_t size);
-/* Take node, listed with [base, base + size), out of its pages' lists. */
-void exo_carat_page_index_remove(struct page_index *pi, const struct alloc *node,
-                                 uintptr_t base, uintptr_t size);
-/* The listed allocation containing addr, or NULL. */
-struct alloc *exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr);
-/* A listed allocation overlapping [base, end), or NULL. */
-struct alloc *exo_carat_page_index_overlapping(const struct page_index *pi, uintptr_t base,
-                                               uintptr_t end);
+int exo_carat_page_index_add(struct page_index *pi, uintptr_t base, uintptr_t size);
+/* Take [base, base + size), added before, out of the index. */
+void exo_carat_page_index_remove(struct page_index *pi, uintptr_t base, uintptr_t size);
+/* The base of the indexed block whose granules hold addr, or 0. The block may end before
+ * addr, in the same granule: the caller checks its size. */
+uintptr_t exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr);
+/* The base of an indexed block with a granule in [base, end), or 0. Only one whose last
+ * granule is base's can end before base (when base is not aligned): the caller checks. */
+uintptr_t exo_carat_page_index_overlapping(const struct page_index *pi, uintptr_t base,
+                                           uintptr_t end);
 
 #endif

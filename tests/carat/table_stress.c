@@ -1,4 +1,4 @@
-/* The allocation table under churn: blocks of 1 byte to 64 KiB (small ones in page lists,
+/* The allocation table under churn: blocks of 1 byte to 64 KiB (small ones in page bitmaps,
  * some straddling a page boundary; big ones in the tree) made, grown, shrunk and freed in
  * a random order, and after every step "which allocation holds this address" answered
  * right for the start, the last byte and a random byte of live blocks. */
@@ -25,7 +25,7 @@ static size_t pick_size(void)
 {
     switch (next() % 8) {
     case 0: return 1 + next() % 16;
-    case 1: return 4000 + next() % 200;              /* near the page-list limit */
+    case 1: return 4000 + next() % 200;              /* near the page index's limit */
     case 2: return 4097 + next() % 60000;            /* the tree */
     default: return 16 + next() % 240;
     }
@@ -37,6 +37,15 @@ static void check_holds(int i, size_t off)
     CHECK(exo_carat_alloc_find(block[i] + off, &info) == 0);
     CHECK(info.base == (uintptr_t)block[i] && info.kind == EXO_CARAT_HEAP);
     CHECK(info.size >= size_of[i]);
+}
+
+/* The byte after block i is never taken for one of its own, though it may share its last
+ * 16-byte granule (the page index marks whole granules). */
+static void check_past(int i)
+{
+    struct exo_carat_alloc_info info;
+    if (exo_carat_alloc_find(block[i] + size_of[i], &info) == 0)
+        CHECK(info.base != (uintptr_t)block[i]);
 }
 
 int main(void)
@@ -64,6 +73,7 @@ int main(void)
         check_holds(i, 0);
         check_holds(i, size_of[i] - 1);
         check_holds(i, next() % size_of[i]);
+        check_past(i);
         int j = (int)(next() % SLOTS);   /* and some other live block */
         if (block[j])
             check_holds(j, next() % size_of[j]);
