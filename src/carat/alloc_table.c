@@ -199,8 +199,8 @@ static struct alloc *small_overlapping(struct alloc_table *t, uintptr_t base, ui
         struct alloc *n = b ? by_base_get(t, b) : NULL;
         if (!n || n->base + n->size > base)
             return n;
-        /* it ends in base's granule, before base: look past that granule */
-        from = (from | 15) + 1;
+        /* it ends in base's word, before base: look past that word */
+        from = (from | 7) + 1;
         if (from >= end)
             return NULL;
     }
@@ -303,13 +303,26 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
     if (!a) {
         uintptr_t b = exo_carat_page_index_find(&t->pages, addr);
         if (b && (a = by_base_get(t, b)) && addr - a->base >= a->size)
-            a = NULL;   /* it ends before addr, in addr's granule */
+            a = NULL;   /* it ends before addr, in addr's word */
     }
     if (!a)
         a = find_in_tree(t, addr);
     if (a)
         *c = (struct cache_entry){ a->base, a->size, a };
     return a;
+}
+
+bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr)
+{
+    if (addr < t->lo || addr >= t->hi)
+        return false;
+    const struct cache_entry *c = &t->cache[cache_index(addr)];
+    if (addr - c->base < c->size)
+        return true;
+    if (addr & 7)
+        return exo_carat_alloc_table_find(t, addr) != NULL;
+    /* One bit for the small blocks; the tree has the rest (and no node is read) */
+    return exo_carat_page_index_covers(&t->pages, addr) || find_in_tree(t, addr) != NULL;
 }
 
 void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)

@@ -120,6 +120,9 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
 bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */
 struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr);
+/* Does an allocation contain addr? exo_carat_alloc_table_find(t, addr) != NULL, cheaper
+ * for an 8-byte aligned addr in a small block: no node is read. */
+bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr);
 /* Start loading the entry of s where slot would be (a hint: applying an escape log starts
  * the loads of a group of escapes before adding any). */
 void exo_carat_escape_set_prefetch(const struct escape_set *s, uintptr_t slot);

@@ -101,7 +101,7 @@ void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
     struct alloc *a = target_of(value);
     if (!a)
         return;
-    bool in_alloc = exo_carat_alloc_table_find(&exo_carat.table, slot) != NULL;
+    bool in_alloc = exo_carat_alloc_table_holds(&exo_carat.table, slot);
     if (exo_carat_escape_set_add(&exo_carat.table, &a->escapes, slot, value, in_alloc,
                                  settled) == 0)
         exo_carat_alloc_table_consider(&exo_carat.table, a);
@@ -155,7 +155,7 @@ static void apply_survivors(const struct carat_thread *t, uint32_t from, uint32_
         struct alloc *a = target_of(e->value);
         found[k].target = a;
         if (a) {
-            found[k].in_alloc = exo_carat_alloc_table_find(tab, e->slot) != NULL;
+            found[k].in_alloc = exo_carat_alloc_table_holds(tab, e->slot);
             exo_carat_escape_set_prefetch(&a->escapes, e->slot);
         }
     }
@@ -244,7 +244,7 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
      * applies every log): a word unknown here is no pointer, unless another thread logged
      * its store and has not applied it yet. */
     bool complete = !others_unflushed();
-    bool dst_in_alloc = exo_carat_alloc_table_find(&exo_carat.table, dst) != NULL;
+    bool dst_in_alloc = exo_carat_alloc_table_holds(&exo_carat.table, dst);
     /* A memmove up within one block goes from the end, so that no slot is looked up after
      * the entry of a word copied onto it replaced its own. */
     bool backward = dst > from && dst - from < len;

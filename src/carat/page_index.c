@@ -1,6 +1,6 @@
 /* The page index of small allocations (page_index.h): a hash from page number to two
- * 256-bit bitmaps, one bit per 16-byte granule of the page. A bitmap block is freed when
- * its page covers nothing any more. */
+ * bitmaps, of the 16-byte granules where blocks start and of the 8-byte words they cover.
+ * A bitmap block is freed when its page covers nothing any more. */
 #include "carat/page_index.h"
 #include "carat/carat_mem.h"
 #include "internal.h"
@@ -10,17 +10,26 @@
 #define PAGE_SHIFT 12
 #define GRANULE_SHIFT 4
 #define GRANULES (1u << (PAGE_SHIFT - GRANULE_SHIFT))   /* 256 a page */
-#define WORDS (GRANULES / 64)
+#define UNIT_SHIFT 3
+#define UNITS (1u << (PAGE_SHIFT - UNIT_SHIFT))         /* 512 a page */
 
-/* One cache line. */
+/* 96 bytes. Coverage is kept by 8-byte words, not granules: then "is this pointer-sized
+ * slot in a block" is one bit, exact (a block starts on a granule, so if it covers any
+ * byte of an aligned word it covers the word's first), and applying an escape asks that
+ * of every slot. */
 struct page_bits {
-    uint64_t start[WORDS];     /* a block starts at this granule */
-    uint64_t covered[WORDS];   /* a block holds some of this granule's bytes */
+    uint64_t start[GRANULES / 64];   /* a block starts at this granule */
+    uint64_t covered[UNITS / 64];    /* a block holds some of this word's bytes */
 };
 
 static unsigned granule_of(uintptr_t addr)
 {
     return (unsigned)(addr >> GRANULE_SHIFT) & (GRANULES - 1);
+}
+
+static unsigned unit_of(uintptr_t addr)
+{
+    return (unsigned)(addr >> UNIT_SHIFT) & (UNITS - 1);
 }
 
 /* Bits [lo, hi] of w (lo <= hi < 64). */
@@ -89,7 +98,7 @@ static void release_if_empty(struct page_index *pi, uintptr_t page)
     if (i == UINT32_MAX)
         return;
     struct page_bits *b = pi->map.e[i].value;
-    for (unsigned w = 0; w < WORDS; w++)
+    for (unsigned w = 0; w < UNITS / 64; w++)
         if (b->covered[w])
             return;
     exo_carat_mem_free(b, sizeof *b);
@@ -101,13 +110,13 @@ static void release_if_empty(struct page_index *pi, uintptr_t page)
 static void mark(struct page_bits *first, struct page_bits *last, uintptr_t base,
                  uintptr_t size, bool on)
 {
-    unsigned g0 = granule_of(base), g1 = granule_of(base + size - 1);
-    set_range(first->start, g0, g0, on);
+    unsigned g = granule_of(base), u0 = unit_of(base), u1 = unit_of(base + size - 1);
+    set_range(first->start, g, g, on);
     if (first == last) {
-        set_range(first->covered, g0, g1, on);
+        set_range(first->covered, u0, u1, on);
     } else {
-        set_range(first->covered, g0, GRANULES - 1, on);
-        set_range(last->covered, 0, g1, on);
+        set_range(first->covered, u0, UNITS - 1, on);
+        set_range(last->covered, 0, u1, on);
     }
 }
 
@@ -140,12 +149,12 @@ void exo_carat_page_index_remove(struct page_index *pi, uintptr_t base, uintptr_
         release_if_empty(pi, lp);
 }
 
-/* The base of the block holding granule g of page (whose bits are b, g covered): the last
+/* The base of the block holding word u of page (whose bits are b, u covered): the last
  * start at or before it, in this page or the one before (blocks are at most a page). */
 static uintptr_t start_before(const struct page_index *pi, uintptr_t page,
-                              const struct page_bits *b, unsigned g)
+                              const struct page_bits *b, unsigned u)
 {
-    int s = highest_upto(b->start, g);
+    int s = highest_upto(b->start, u >> (GRANULE_SHIFT - UNIT_SHIFT));
     if (s >= 0)
         return (page << PAGE_SHIFT) | ((uintptr_t)s << GRANULE_SHIFT);
     const struct page_bits *prev = bits_of(pi, page - 1);
@@ -158,19 +167,26 @@ uintptr_t exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr)
 {
     uintptr_t page = addr >> PAGE_SHIFT;
     const struct page_bits *b = bits_of(pi, page);
-    unsigned g = granule_of(addr);
-    if (!b || !(b->covered[g / 64] >> (g % 64) & 1))
+    unsigned u = unit_of(addr);
+    if (!b || !(b->covered[u / 64] >> (u % 64) & 1))
         return 0;
-    return start_before(pi, page, b, g);
+    return start_before(pi, page, b, u);
 }
 
-/* A covered granule of page in the part of [base, end) on that page, as a block base. */
+bool exo_carat_page_index_covers(const struct page_index *pi, uintptr_t addr)
+{
+    const struct page_bits *b = bits_of(pi, addr >> PAGE_SHIFT);
+    unsigned u = unit_of(addr);
+    return b && (b->covered[u / 64] >> (u % 64) & 1);
+}
+
+/* A covered word of page in the part of [base, end) on that page, as a block base. */
 static uintptr_t overlap_in(const struct page_index *pi, uintptr_t page,
                             const struct page_bits *b, uintptr_t base, uintptr_t end)
 {
-    unsigned g0 = base >> PAGE_SHIFT == page ? granule_of(base) : 0;
-    unsigned g1 = (end - 1) >> PAGE_SHIFT == page ? granule_of(end - 1) : GRANULES - 1;
-    int c = lowest_in(b->covered, g0, g1);
+    unsigned u0 = base >> PAGE_SHIFT == page ? unit_of(base) : 0;
+    unsigned u1 = (end - 1) >> PAGE_SHIFT == page ? unit_of(end - 1) : UNITS - 1;
+    int c = lowest_in(b->covered, u0, u1);
     return c < 0 ? 0 : start_before(pi, page, b, (unsigned)c);
 }
 
