@@ -106,7 +106,8 @@ static void forget_cached(struct alloc_table *t, const struct alloc *n)
 
 uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t)
 {
-    return t->bytes + t->by_base.bytes + t->pages.map.bytes + t->pages.bits_bytes;
+    return t->bytes + t->by_base.bytes + t->pages.map.bytes + t->pages.bits_bytes +
+           (uint64_t)t->odd_cap * sizeof *t->odd;
 }
 
 /* ---- the index by interior address: page lists for small blocks, the tree for the rest ---- */
@@ -117,13 +118,80 @@ void exo_carat_alloc_table_note_peak(struct alloc_table *t)
         t->peak_bytes = exo_carat_alloc_table_bytes(t);
 }
 
+/* ---- the sorted array of small unaligned blocks ---- */
+
+/* The number of blocks starting at or below addr (the index after the last of them).
+ * Without branches on the data (a conditional move a step): the addresses looked up are
+ * random, and a mispredicted branch at every step cost more than the search. */
+static uint32_t odd_upto(const struct alloc_table *t, uintptr_t addr)
+{
+    uint32_t n = t->nodd;
+    if (!n || addr < t->odd[0].base)
+        return 0;
+    const struct odd_block *b = t->odd;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        b = b[half].base <= addr ? b + half : b;
+        n -= half;
+    }
+    return (uint32_t)(b - t->odd) + (b->base <= addr);
+}
+
+static int odd_add(struct alloc_table *t, struct alloc *n)
+{
+    if (t->nodd == t->odd_cap) {
+        uint32_t cap = t->odd_cap ? 2 * t->odd_cap : 64;
+        struct odd_block *bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
+        if (!bigger)
+            return -EXO_ENOMEM;
+        if (t->nodd)
+            memcpy(bigger, t->odd, t->nodd * sizeof *bigger);
+        exo_carat_mem_free(t->odd, t->odd_cap * sizeof *t->odd);
+        t->odd = bigger;
+        t->odd_cap = cap;
+    }
+    uint32_t i = odd_upto(t, n->base);
+    memmove(&t->odd[i + 1], &t->odd[i], (t->nodd - i) * sizeof *t->odd);
+    t->odd[i] = (struct odd_block){ n->base, n->size, n };
+    t->nodd++;
+    if (n->base + n->size > t->odd_end)
+        t->odd_end = n->base + n->size;   /* not lowered on removal: loose, never tight */
+    return 0;
+}
+
+static void odd_remove(struct alloc_table *t, const struct alloc *n)
+{
+    for (uint32_t i = odd_upto(t, n->base); i-- > 0 && t->odd[i].base == n->base;)
+        if (t->odd[i].node == n) {
+            memmove(&t->odd[i], &t->odd[i + 1], (t->nodd - i - 1) * sizeof *t->odd);
+            t->nodd--;
+            return;
+        }
+}
+
+/* The array's block overlapping [base, end), or NULL: the last one starting before end is
+ * the only one that can (they do not overlap each other). */
+static struct alloc *odd_overlapping(const struct alloc_table *t, uintptr_t base,
+                                     uintptr_t end)
+{
+    uint32_t i = base < t->odd_end ? odd_upto(t, end - 1) : 0;
+    return i && t->odd[i - 1].base + t->odd[i - 1].size > base ? t->odd[i - 1].node : NULL;
+}
+
 /* Put n where a lookup by an address inside it finds it: the page index if it is small,
- * aligned, and there is memory for its bitmaps, the tree otherwise (which needs none). */
+ * aligned, and there is memory for its bitmaps, the sorted array if it is small and not
+ * aligned, the tree otherwise (which needs no memory). */
 static void index_add(struct alloc_table *t, struct alloc *n)
 {
-    n->in_tree = n->size > PAGE_INDEX_SMALL ||
-                 exo_carat_page_index_add(&t->pages, n->base, n->size) != 0;
-    if (n->in_tree) {
+    n->index = INDEX_TREE;
+    if (n->size <= PAGE_INDEX_SMALL) {
+        int r = exo_carat_page_index_add(&t->pages, n->base, n->size);
+        if (r == 0)
+            n->index = INDEX_PAGES;
+        else if (r == -EXO_EINVAL && odd_add(t, n) == 0)
+            n->index = INDEX_ODD;
+    }
+    if (n->index == INDEX_TREE) {
         n->left = n->right = NULL;
         n->prio = next_prio();
         t->root = insert_node(t->root, n);
@@ -133,8 +201,12 @@ static void index_add(struct alloc_table *t, struct alloc *n)
 
 static void index_remove(struct alloc_table *t, struct alloc *n)
 {
-    if (!n->in_tree) {
+    if (n->index == INDEX_PAGES) {
         exo_carat_page_index_remove(&t->pages, n->base, n->size);
+        return;
+    }
+    if (n->index == INDEX_ODD) {
+        odd_remove(t, n);
         return;
     }
     struct alloc **link = &t->root;   /* n itself, not another node with its base */
@@ -213,6 +285,8 @@ static void drop_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t en
     for (;;) {
         struct alloc *n = small_overlapping(t, base, end);
         if (!n)
+            n = odd_overlapping(t, base, end);
+        if (!n)
             n = tree_overlapping(t, base, end);
         if (!n)
             return;
@@ -278,8 +352,14 @@ bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
     return true;   /* lo/hi stay as they were: a filter may be loose, never too tight */
 }
 
-static struct alloc *find_in_tree(const struct alloc_table *t, uintptr_t addr)
+/* The allocation containing addr among those not in the page index, or NULL. */
+static struct alloc *find_off_pages(const struct alloc_table *t, uintptr_t addr)
 {
+    /* The array first: it is cheaper; and most addresses are past its blocks (globals lie
+     * below the heap) */
+    uint32_t i = addr < t->odd_end ? odd_upto(t, addr) : 0;
+    if (i && addr - t->odd[i - 1].base < t->odd[i - 1].size)
+        return t->odd[i - 1].node;
     struct alloc *n = t->root, *best = NULL;
     while (n) {                    /* the last allocation starting at or below addr */
         if (n->base <= addr) {
@@ -306,7 +386,7 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
             a = NULL;   /* it ends before addr, in addr's word */
     }
     if (!a)
-        a = find_in_tree(t, addr);
+        a = find_off_pages(t, addr);
     if (a)
         *c = (struct cache_entry){ a->base, a->size, a };
     return a;
@@ -322,7 +402,7 @@ bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr)
     if (addr & 7)
         return exo_carat_alloc_table_find(t, addr) != NULL;
     /* One bit for the small blocks; the tree has the rest (and no node is read) */
-    return exo_carat_page_index_covers(&t->pages, addr) || find_in_tree(t, addr) != NULL;
+    return exo_carat_page_index_covers(&t->pages, addr) || find_off_pages(t, addr) != NULL;
 }
 
 void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)

@@ -56,9 +56,10 @@ struct alloc {
     uint32_t prio;           /* treap heap order: keeps the tree balanced on average */
     uint16_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
     uint8_t kind;            /* EXO_CARAT_HEAP / GLOBAL / STACK */
-    bool in_tree;            /* found by interior address through the tree, not the pages */
+    uint8_t index;           /* where a lookup by interior address finds it: INDEX_* */
 };
 _Static_assert(sizeof(struct alloc) == 64, "struct alloc is a cache line");
+enum { INDEX_PAGES, INDEX_TREE, INDEX_ODD };
 
 /* A node is allocated with room for the first entries of its escape set on the next cache
  * line (one 128-byte block: the hardware fetches the pair together): most allocations
@@ -90,9 +91,19 @@ struct cache_entry {
 
 struct alloc_table {
     /* By interior address: small blocks in page bitmaps (page_index.h), big ones (and small
-     * ones not 16-byte aligned or without memory for bitmaps) in a treap. */
+     * ones without memory for bitmaps) in a treap, small unaligned ones in an array. */
     struct page_index pages;
     struct alloc *root;
+    /* Small blocks not on an 8-byte boundary (globals: strings, chars, ints), sorted by
+     * base: a lookup that fails everywhere else searches one array, not a tree walk of a
+     * cache miss a level (oniguruma registers hundreds of them, and its scans of copied
+     * stacks fail lookups millions of times). */
+    struct odd_block {
+        uintptr_t base, size;
+        struct alloc *node;
+    } *odd;
+    uint32_t nodd, odd_cap;
+    uintptr_t odd_end;       /* no block of the array ends above this */
     struct cache_entry cache[ALLOC_TABLE_CACHE];
     /* Every node again, hashed by base (linear probing, at most half full): most pointers
      * a program stores point at the start of a block, and this finds those with one probe

@@ -1,5 +1,5 @@
 /* The page index of small allocations (page_index.h): a hash from page number to two
- * bitmaps, of the 16-byte granules where blocks start and of the 8-byte words they cover.
+ * bitmaps, of the 8-byte words where blocks start and of the words they cover.
  * A bitmap block is freed when its page covers nothing any more. */
 #include "carat/page_index.h"
 #include "carat/carat_mem.h"
@@ -8,15 +8,17 @@
 #include <stdbool.h>
 
 #define PAGE_SHIFT 12
-#define GRANULE_SHIFT 4
-#define GRANULES (1u << (PAGE_SHIFT - GRANULE_SHIFT))   /* 256 a page */
+#define GRANULE_SHIFT 3
+#define GRANULES (1u << (PAGE_SHIFT - GRANULE_SHIFT))   /* 512 a page */
 #define UNIT_SHIFT 3
 #define UNITS (1u << (PAGE_SHIFT - UNIT_SHIFT))         /* 512 a page */
 
-/* 96 bytes. Coverage is kept by 8-byte words, not granules: then "is this pointer-sized
- * slot in a block" is one bit, exact (a block starts on a granule, so if it covers any
- * byte of an aligned word it covers the word's first), and applying an escape asks that
- * of every slot. */
+/* 128 bytes. Coverage is kept by 8-byte words: then "is this pointer-sized slot in a
+ * block" is one bit, exact (a block starts on a word, so if it covers any byte of an
+ * aligned word it covers the word's first), and applying an escape asks that of every
+ * slot. Starts are kept by words too, not by malloc's 16 bytes: the globals of a program
+ * (8-byte aligned, most of them) then stay out of the tree, whose walk every failed lookup
+ * paid for (oniguruma's scans of copied stacks fail millions of times). */
 struct page_bits {
     uint64_t start[GRANULES / 64];   /* a block starts at this granule */
     uint64_t covered[UNITS / 64];    /* a block holds some of this word's bytes */
@@ -106,18 +108,19 @@ static void release_if_empty(struct page_index *pi, uintptr_t page)
     exo_carat_addr_map_remove_at(&pi->map, i);
 }
 
-/* Mark [base, base + size) in its one or two pages, or unmark it. */
-static void mark(struct page_bits *first, struct page_bits *last, uintptr_t base,
-                 uintptr_t size, bool on)
+/* Most pages a block of the index overlaps. */
+#define SPAN_PAGES (PAGE_INDEX_SMALL / (1u << PAGE_SHIFT) + 1)
+
+/* Mark [base, base + size) on page p (b its bits) as covered, and its start if there, or
+ * unmark it. */
+static void mark(struct page_bits *b, uintptr_t p, uintptr_t base, uintptr_t size, bool on)
 {
-    unsigned g = granule_of(base), u0 = unit_of(base), u1 = unit_of(base + size - 1);
-    set_range(first->start, g, g, on);
-    if (first == last) {
-        set_range(first->covered, u0, u1, on);
-    } else {
-        set_range(first->covered, u0, UNITS - 1, on);
-        set_range(last->covered, 0, u1, on);
-    }
+    uintptr_t end = base + size;
+    if (base >> PAGE_SHIFT == p)
+        set_range(b->start, granule_of(base), granule_of(base), on);
+    unsigned u0 = base >> PAGE_SHIFT == p ? unit_of(base) : 0;
+    unsigned u1 = (end - 1) >> PAGE_SHIFT == p ? unit_of(end - 1) : UNITS - 1;
+    set_range(b->covered, u0, u1, on);
 }
 
 int exo_carat_page_index_add(struct page_index *pi, uintptr_t base, uintptr_t size)
@@ -125,42 +128,44 @@ int exo_carat_page_index_add(struct page_index *pi, uintptr_t base, uintptr_t si
     if (base & ((1u << GRANULE_SHIFT) - 1))
         return -EXO_EINVAL;
     uintptr_t fp = base >> PAGE_SHIFT, lp = (base + size - 1) >> PAGE_SHIFT;
-    struct page_bits *first = bits_for(pi, fp);
-    if (!first)
-        return -EXO_ENOMEM;
-    struct page_bits *last = lp == fp ? first : bits_for(pi, lp);
-    if (!last) {
-        release_if_empty(pi, fp);
-        return -EXO_ENOMEM;
-    }
-    mark(first, last, base, size, true);
+    struct page_bits *b[SPAN_PAGES];
+    for (uintptr_t p = fp; p <= lp; p++)
+        if (!(b[p - fp] = bits_for(pi, p))) {
+            while (p-- > fp)   /* nothing marked yet: drop the pages made for it */
+                release_if_empty(pi, p);
+            return -EXO_ENOMEM;
+        }
+    for (uintptr_t p = fp; p <= lp; p++)
+        mark(b[p - fp], p, base, size, true);
     return 0;
 }
 
 void exo_carat_page_index_remove(struct page_index *pi, uintptr_t base, uintptr_t size)
 {
     uintptr_t fp = base >> PAGE_SHIFT, lp = (base + size - 1) >> PAGE_SHIFT;
-    struct page_bits *first = bits_of(pi, fp), *last = lp == fp ? first : bits_of(pi, lp);
-    if (!first || !last)
-        return;
-    mark(first, last, base, size, false);
-    release_if_empty(pi, fp);
-    if (lp != fp)
-        release_if_empty(pi, lp);
+    for (uintptr_t p = fp; p <= lp; p++) {
+        struct page_bits *b = bits_of(pi, p);
+        if (b) {
+            mark(b, p, base, size, false);
+            release_if_empty(pi, p);
+        }
+    }
 }
 
 /* The base of the block holding word u of page (whose bits are b, u covered): the last
- * start at or before it, in this page or the one before (blocks are at most a page). */
+ * start at or before it, in this page or one of the few before (a block spans at most
+ * SPAN_PAGES). */
 static uintptr_t start_before(const struct page_index *pi, uintptr_t page,
                               const struct page_bits *b, unsigned u)
 {
     int s = highest_upto(b->start, u >> (GRANULE_SHIFT - UNIT_SHIFT));
-    if (s >= 0)
-        return (page << PAGE_SHIFT) | ((uintptr_t)s << GRANULE_SHIFT);
-    const struct page_bits *prev = bits_of(pi, page - 1);
-    if (prev && (s = highest_upto(prev->start, GRANULES - 1)) >= 0)
-        return ((page - 1) << PAGE_SHIFT) | ((uintptr_t)s << GRANULE_SHIFT);
-    return 0;
+    for (uintptr_t back = 1; s < 0 && back < SPAN_PAGES; back++) {
+        if (!(b = bits_of(pi, page - back)))
+            return 0;
+        if ((s = highest_upto(b->start, GRANULES - 1)) >= 0)
+            page -= back;
+    }
+    return s < 0 ? 0 : (page << PAGE_SHIFT) | ((uintptr_t)s << GRANULE_SHIFT);
 }
 
 uintptr_t exo_carat_page_index_find(const struct page_index *pi, uintptr_t addr)

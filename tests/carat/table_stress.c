@@ -25,7 +25,7 @@ static size_t pick_size(void)
 {
     switch (next() % 8) {
     case 0: return 1 + next() % 16;
-    case 1: return 4000 + next() % 200;              /* near the page index's limit */
+    case 1: return 4000 + next() % 200;              /* one or two pages */
     case 2: return 4097 + next() % 60000;            /* the tree */
     default: return 16 + next() % 240;
     }
