@@ -23,11 +23,17 @@ struct escape_entry {
     uintptr_t slot, value;
 };
 
+struct carat_tls;
+
 struct carat_thread {
     struct escape_entry log[CARAT_LOG_CAP];
     uint32_t n;
-    uint64_t stack_objects;   /* registered by this thread (a shared counter costs a locked
-                               * add per call of functions like oniguruma's match_at) */
+    /* Stack objects this thread registered and released since (a shared counter costs a
+     * locked add per call of functions like oniguruma's match_at); the live ones are its
+     * tls's stack_depth. Counted at release, once a frame: registering, eleven times per
+     * call of match_at, then touches nothing but the thread's own stack-object array. */
+    uint64_t stack_objects;
+    const struct carat_tls *tls;   /* the thread's: read by exo_carat_get_stats */
     struct carat_thread *next, *prev;
 };
 

@@ -25,7 +25,8 @@ static void thread_gone(void *p)
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
     exo_carat_flush_thread(t, true);   /* its stores are done */
-    atomic_fetch_add_explicit(&exo_carat.count.stack_objects, t->stack_objects,
+    atomic_fetch_add_explicit(&exo_carat.count.stack_objects,
+                              t->stack_objects + exo_carat_tls.stack_depth,
                               memory_order_relaxed);
     if (t->prev)
         t->prev->next = t->next;
@@ -71,6 +72,7 @@ static struct carat_thread *my_thread(void)
     }
     pthread_mutex_unlock(&exo_carat.lock);
     if (t) {
+        t->tls = &exo_carat_tls;
         exo_carat_tls.thread = t;
         pthread_setspecific(thread_key, t);
         uintptr_t lo, hi;
@@ -370,12 +372,7 @@ EXO_API void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site
     uint32_t d = t->stack_depth;
     if (d < CARAT_STACK_OBJS)
         t->stack_objs[d] = (struct carat_stack_obj){ (uintptr_t)p, size ? size : 1, site };
-    t->stack_depth = d + 1;
-    struct carat_thread *me = my_thread();
-    if (me)   /* read by exo_carat_get_stats while this thread runs */
-        __atomic_store_n(&me->stack_objects, me->stack_objects + 1, __ATOMIC_RELAXED);
-    else
-        atomic_fetch_add_explicit(&exo_carat.count.stack_objects, 1, memory_order_relaxed);
+    t->stack_depth = d + 1;   /* counted when released (struct carat_thread) */
 }
 
 /* Every object of the returning frame and of deeper frames lies below its return address,
@@ -384,12 +381,17 @@ EXO_API void exo_carat_hook_stack_alloc(void *p, uint64_t size, const char *site
 EXO_API void exo_carat_hook_stack_release(void *frame_end, uint64_t n)
 {
     struct carat_tls *t = &exo_carat_tls;
-    uint32_t d = t->stack_depth;
+    uint32_t was = t->stack_depth, d = was;
     for (; d > CARAT_STACK_OBJS && n > 0; n--)
         d--;
     if (d <= CARAT_STACK_OBJS)
         while (d > 0 && t->stack_objs[d - 1].base < (uintptr_t)frame_end)
             d--;
+    struct carat_thread *me = my_thread();
+    if (me)   /* read by exo_carat_get_stats while this thread runs */
+        __atomic_store_n(&me->stack_objects, me->stack_objects + (was - d), __ATOMIC_RELAXED);
+    else
+        atomic_fetch_add_explicit(&exo_carat.count.stack_objects, was - d, memory_order_relaxed);
     t->stack_depth = d;
 }
 
@@ -570,7 +572,8 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
      * logged since (read while they run: a count, not a snapshot). */
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next) {
         st->escapes_total += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
-        st->stack_objects_total += __atomic_load_n(&t->stack_objects, __ATOMIC_RELAXED);
+        st->stack_objects_total += __atomic_load_n(&t->stack_objects, __ATOMIC_RELAXED) +
+                                   __atomic_load_n(&t->tls->stack_depth, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
