@@ -244,11 +244,11 @@ static void drop(struct alloc_table *t, struct alloc *n)
     }
     t->escape_hist[exo_carat_escape_bucket(n->escapes.count)]++;
     exo_carat_escape_set_free(t, &n->escapes);
-    t->bytes -= sizeof(struct alloc_block);
+    t->bytes -= sizeof *n;
     t->count--;
     forget_cached(t, n);
     by_base_remove(t, n);
-    exo_carat_mem_free(n, sizeof(struct alloc_block));
+    exo_carat_mem_free(n, sizeof *n);
 }
 
 /* ---- insert and remove ---- */
@@ -300,7 +300,7 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     drop_overlapping(t, base, base + (size ? size : 1));
     if (exo_carat_addr_map_reserve(&t->by_base))
         return -EXO_ENOMEM;
-    struct alloc *n = exo_carat_mem_alloc(sizeof(struct alloc_block));
+    struct alloc *n = exo_carat_mem_alloc(sizeof *n);
     if (!n)
         return -EXO_ENOMEM;
     n->base = base;
@@ -314,7 +314,7 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
         n->align <<= 1;
     exo_carat_addr_map_put(&t->by_base, n->base, n);
     t->count++;
-    t->bytes += sizeof(struct alloc_block);
+    t->bytes += sizeof *n;
     index_add(t, n);
     if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
         t->worst = n;

@@ -8,7 +8,6 @@
 #include "carat/addr_map.h"
 #include "carat/page_index.h"
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 /* A slot known to hold a pointer into the allocation, and the pointer it was last told to
@@ -60,23 +59,6 @@ struct alloc {
 };
 _Static_assert(sizeof(struct alloc) == 64, "struct alloc is a cache line");
 enum { INDEX_PAGES, INDEX_TREE, INDEX_ODD };
-
-/* A node is allocated with room for the first entries of its escape set on the next cache
- * line (one 128-byte block: the hardware fetches the pair together): most allocations
- * have a few escapes, and a set of its own was a block to get and free and another cache
- * miss at every escape applied to it. A set that grows moves out; this room is unused
- * from then on. */
-#define ESCAPE_SET_FIRST 4
-struct alloc_block {
-    struct alloc node;
-    struct escape_slot first[ESCAPE_SET_FIRST];
-};
-
-/* The room for s's first entries (s is a node's escape set). */
-static inline struct escape_slot *escape_set_room(const struct escape_set *s)
-{
-    return ((struct alloc_block *)(void *)((char *)s - offsetof(struct alloc, escapes)))->first;
-}
 
 /* The allocation last found in each of a few pages (by a hash of the page): pointers into
  * a big block (a string being matched, an interpreter's stack) find it without the tree,

@@ -40,18 +40,6 @@ static void set_put(struct escape_set *s, struct escape_slot e)
     s->slots[i] = e;
 }
 
-/* Are s's entries in its node's room (alloc_table.h's struct alloc_block)? */
-static bool in_room(const struct escape_set *s)
-{
-    return s->slots == escape_set_room(s);
-}
-
-/* The memory s has of its own (the room is counted with the node). */
-static uint64_t own_bytes(const struct escape_set *s)
-{
-    return in_room(s) ? 0 : (uint64_t)s->cap * sizeof *s->slots;
-}
-
 static bool set_full(const struct escape_set *s)
 {
     return (uint64_t)(s->count + 1) * 4 > (uint64_t)s->cap * 3;   /* keep load under 3/4 */
@@ -74,22 +62,17 @@ int exo_carat_escape_set_add(struct alloc_table *t, struct escape_set *s, uintpt
     bool grow = set_full(s);
     if (grow && may_purge && s->cap >= 16)
         grow = exo_carat_escape_set_purge(t, s) * 4 < s->cap;
-    if (grow && !s->cap) {   /* the first entries go in the node's room */
-        struct escape_slot *room = escape_set_room(s);
-        memset(room, 0, ESCAPE_SET_FIRST * sizeof *room);
-        *s = (struct escape_set){ room, ESCAPE_SET_FIRST, 0 };
-    } else if (grow) {
-        uint32_t cap = s->cap * 2;
+    if (grow) {
+        uint32_t cap = s->cap ? s->cap * 2 : 4;
         struct escape_set bigger = { exo_carat_mem_alloc(cap * sizeof *s->slots), cap, 0 };
         if (!bigger.slots)
             return -EXO_ENOMEM;
         for (uint32_t i = 0; i < s->cap; i++)
             if (s->slots[i].slot)
                 set_put(&bigger, s->slots[i]);
-        t->bytes += (uint64_t)cap * sizeof *s->slots - own_bytes(s);
+        t->bytes += (uint64_t)(cap - s->cap) * sizeof *s->slots;
         exo_carat_alloc_table_note_peak(t);
-        if (!in_room(s))
-            exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
+        exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
         *s = bigger;
     }
     set_put(s, escape_slot_make(slot, value, in_alloc));
@@ -167,31 +150,21 @@ int exo_carat_escape_set_rekey(struct escape_set *s, uintptr_t lo, uintptr_t len
 {
     if (!s->count)
         return 0;
-    /* A set in its node's room is rebuilt in place from a copy. */
-    struct escape_slot copy[ESCAPE_SET_FIRST];
-    const struct escape_slot *from = s->slots;
-    struct escape_set out = { NULL, s->cap, 0 };
-    if (in_room(s)) {
-        memcpy(copy, s->slots, sizeof copy);
-        from = copy;
-        out.slots = s->slots;
-        memset(out.slots, 0, sizeof copy);
-    } else if (!(out.slots = exo_carat_mem_alloc(s->cap * sizeof *s->slots))) {
+    struct escape_set out = { exo_carat_mem_alloc(s->cap * sizeof *s->slots), s->cap, 0 };
+    if (!out.slots)
         return -EXO_ENOMEM;
-    }
     /* The others first: where a stale slot recorded in memory the new block now occupies
      * meets a moved one, the moved one (the block's live content) wins. */
     for (int moved = 0; moved < 2; moved++)
         for (uint32_t i = 0; i < s->cap; i++) {
-            struct escape_slot e = from[i];
+            struct escape_slot e = s->slots[i];
             if (e.slot && (e.slot - lo < len) == (bool)moved) {
                 if (moved)
                     e.slot += (uintptr_t)delta;
                 set_put(&out, e);
             }
         }
-    if (from == s->slots)
-        exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
+    exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
     *s = out;
     return 0;
 }
@@ -212,8 +185,7 @@ bool exo_carat_escape_set_holds(const struct escape_set *s, uintptr_t slot, uint
 
 void exo_carat_escape_set_free(struct alloc_table *t, struct escape_set *s)
 {
-    t->bytes -= own_bytes(s);
-    if (!in_room(s))
-        exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
+    t->bytes -= (uint64_t)s->cap * sizeof *s->slots;
+    exo_carat_mem_free(s->slots, s->cap * sizeof *s->slots);
     memset(s, 0, sizeof *s);
 }
