@@ -199,6 +199,15 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
  * kernel refuses such reads altogether, the slots are read directly, as they were before. */
 #define PATCH_BATCH 256
 
+/* Known to hold it or not, the slot's expected value follows the block: a copy whose hook
+ * ran before this move writes the patched source into it after. */
+static void follow_block(const struct patch *p, struct escape_slot *e)
+{
+    *e = escape_slot_make(e->slot, escape_value(e) + (uintptr_t)p->delta, escape_in_alloc(e));
+}
+
+/* Patch the slots of e[0..n) that hold their recorded value, then let each follow the
+ * block (after the compare, which needs the value from before the move). */
 CARAT_NO_ASAN static void patch_batch(struct patch *p, struct escape_slot **e, uint32_t n)
 {
     uintptr_t addr[PATCH_BATCH] = { 0 }, word[PATCH_BATCH];   /* set: gcc cannot tell n is in range */
@@ -212,9 +221,11 @@ CARAT_NO_ASAN static void patch_batch(struct patch *p, struct escape_slot **e, u
             memcpy(&word[k], (const void *)addr[k], sizeof word[k]);
             ok[k] = true;
         }
-    for (uint32_t k = 0; k < n; k++)
+    for (uint32_t k = 0; k < n; k++) {
         if (ok[k] && word[k] == escape_value(e[k]))
             patch_word(p, (uintptr_t *)addr[k]);
+        follow_block(p, e[k]);
+    }
 }
 
 CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
@@ -234,25 +245,18 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
          * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
          * (SQLite's fuzzcheck). */
         bool in_alloc;
-        if (slot_usable(e->slot, escape_in_alloc(e), &in_alloc) &&
-            (in_alloc || value != p->base + p->size - 8)) {
-            batch[n++] = e;
-            if (n == PATCH_BATCH) {
-                patch_batch(p, batch, n);
-                n = 0;
-            }
+        if (!slot_usable(e->slot, escape_in_alloc(e), &in_alloc) ||
+            (!in_alloc && value == p->base + p->size - 8)) {
+            follow_block(p, e);
+            continue;
+        }
+        batch[n++] = e;
+        if (n == PATCH_BATCH) {
+            patch_batch(p, batch, n);
+            n = 0;
         }
     }
     patch_batch(p, batch, n);
-    /* Known to hold it or not, each slot's expected value follows the block: a copy whose
-     * hook ran before this move writes the patched source into it after. After the
-     * batches: a batch compares the slots with the values before the move. */
-    for (uint32_t i = 0; i < s->cap; i++) {
-        struct escape_slot *e = &s->slots[i];
-        uintptr_t value = escape_value(e);
-        if (e->slot && value - p->base <= p->size)
-            *e = escape_slot_make(e->slot, value + (uintptr_t)p->delta, escape_in_alloc(e));
-    }
 }
 
 /* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through

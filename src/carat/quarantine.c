@@ -20,7 +20,6 @@
 
 #define FILL 0xca
 #define FILL_WORD 0xcacacacacacacacaull
-#define MAX_KEPT 4096
 #define MAX_FINDINGS 8
 
 struct kept {
@@ -84,11 +83,9 @@ static void check_kept(void)
 
 void *exo_carat_quarantine_keep(uintptr_t old, uintptr_t span, uintptr_t now, const char *site)
 {
-    uint32_t want = exo_config()->carat_quarantine;
+    uint32_t want = exo_config()->carat_quarantine;   /* at most 4096 (config.c) */
     if (!want)
         return (void *)old;
-    if (want > MAX_KEPT)
-        want = MAX_KEPT;
     if (!q.ring) {
         q.ring = exo_carat_mem_alloc(want * sizeof *q.ring);
         if (!q.ring)
