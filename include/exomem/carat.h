@@ -58,7 +58,8 @@ int exo_carat_region_lookup(uintptr_t addr, uintptr_t len);
 /* What the runtime knows of the allocation that contains addr. */
 struct exo_carat_alloc_info {
     uintptr_t base;        /* its first byte */
-    uintptr_t size;        /* its length in bytes */
+    uintptr_t size;        /* its length in bytes: for a heap block, all malloc gave
+                              (malloc_usable_size), which may exceed the size asked for */
     int kind;              /* EXO_CARAT_HEAP, EXO_CARAT_GLOBAL or EXO_CARAT_STACK */
     uint64_t escapes;      /* memory slots known to hold a pointer into it */
     const char *site;      /* where it was allocated ("file:line" or a function name) */

@@ -405,15 +405,17 @@ bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr)
     return exo_carat_page_index_covers(&t->pages, addr) || find_off_pages(t, addr) != NULL;
 }
 
-void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base)
+void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base,
+                                  uintptr_t new_size)
 {
     /* Out of every index, drop any stale allocation recorded where it goes (a block freed
      * where we could not see it), back in at the new base. */
     forget_cached(t, a);
     index_remove(t, a);
     by_base_remove(t, a);
-    drop_overlapping(t, new_base, new_base + a->size);
+    drop_overlapping(t, new_base, new_base + new_size);
     a->base = new_base;
+    a->size = new_size;
     exo_carat_addr_map_put(&t->by_base, a->base, a);   /* room: a's own entry just left */
     index_add(t, a);
     widen_filter(t, new_base, new_base + a->size);

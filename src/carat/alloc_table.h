@@ -137,9 +137,11 @@ bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr);
 /* Start loading the entry of s where slot would be (a hint: applying an escape log starts
  * the loads of a group of escapes before adding any). */
 void exo_carat_escape_set_prefetch(const struct escape_set *s, uintptr_t slot);
-/* Change the base of a (after a move); keeps the order (the caller made sure the new range
- * overlaps no other allocation). */
-void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base);
+/* Change the base of a, and its size to new_size (after a move: the copy may have more usable
+ * bytes than the old block); keeps the order (the caller made sure the new range overlaps no
+ * other allocation). */
+void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintptr_t new_base,
+                                  uintptr_t new_size);
 /* Call fn for every allocation, in no particular order, until it returns true. fn must not
  * change the table. */
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg);

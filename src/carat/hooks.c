@@ -271,12 +271,24 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
     }
 }
 
+/* The extent of the heap block p in the table: every byte malloc gave, not only the size
+ * asked for (UINT64_MAX: the plugin could not tell, as for strdup and getline). Programs use
+ * the rest too, sized by malloc_usable_size: SQLite fits as many VDBE instructions in an
+ * array as its usable size holds. Tracked by the size asked for, the last instruction's
+ * pointer lay outside the block: realloc copied it, but the runtime carried over the
+ * escapes of the asked-for bytes only, and the next move left that pointer stale. */
+static uint64_t heap_extent(void *p, uint64_t asked)
+{
+    uint64_t usable = malloc_usable_size(p);
+    return asked == UINT64_MAX || usable > asked ? usable : asked;
+}
+
 static void track(void *p, uint64_t size, int kind, const char *site)
 {
     if (!p)
         return;
-    if (size == UINT64_MAX)   /* the plugin could not tell (strdup, getline): ask malloc */
-        size = malloc_usable_size(p);
+    if (kind == EXO_CARAT_HEAP)
+        size = heap_extent(p, size);
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
@@ -319,8 +331,7 @@ EXO_API void exo_carat_hook_realloc_begin(void)
 EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site)
 {
     if (p) {   /* NULL: failed, old is untouched and still tracked */
-        if (size == UINT64_MAX)
-            size = malloc_usable_size(p);
+        size = heap_extent(p, size);
         /* realloc copied the old block's bytes at most (none for realloc(NULL, n)): the rest
          * of p is uninitialized, old data and glibc's free-list links, and no pointer of the
          * program's. */

@@ -584,7 +584,11 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
     uint64_t t4 = exo_os_now_ns();
     memcpy(dest, (void *)base, span);
-    exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest);
+    /* The copy may have a few usable bytes more than span (a bigger chunk was the best
+     * fit): the program may ask malloc and use them, so they are the block's too. */
+    uintptr_t dest_usable = malloc_usable_size(dest);
+    exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest,
+                                 dest_usable > span ? dest_usable : span);
     rekey_inner_slots(a, &p);
     /* The pointers the block holds into other allocations: known at the old slots (every
      * log was applied first), now at the same offsets of the new block. */

@@ -5,6 +5,7 @@
 
 #include <exomem/carat.h>
 #include <exomem/error.h>
+#include <malloc.h>
 #include <stdint.h>
 
 static long *held[4];
@@ -36,7 +37,7 @@ int main(void)
         return 0;
     }
     CHECK(exo_carat_alloc_find(b, &info) == 0);
-    CHECK(info.escapes >= 4 && info.size == 32 * sizeof *a);
+    CHECK(info.escapes >= 4 && info.size == malloc_usable_size(a));
     scrub_stack();
     void *to;
     int rc = exo_carat_move(b, &to, NULL);

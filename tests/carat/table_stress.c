@@ -5,6 +5,7 @@
 #include "carat_check.h"
 
 #include <exomem/carat.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -39,12 +40,13 @@ static void check_holds(int i, size_t off)
     CHECK(info.size >= size_of[i]);
 }
 
-/* The byte after block i is never taken for one of its own, though it may share its last
- * 16-byte granule (the page index marks whole granules). */
+/* The byte after block i's usable bytes (all malloc gave it, which the table tracks) is never
+ * taken for one of its own, though it may share its last 16-byte granule (the page index
+ * marks whole granules). */
 static void check_past(int i)
 {
     struct exo_carat_alloc_info info;
-    if (exo_carat_alloc_find(block[i] + size_of[i], &info) == 0)
+    if (exo_carat_alloc_find(block[i] + malloc_usable_size(block[i]), &info) == 0)
         CHECK(info.base != (uintptr_t)block[i]);
 }
 
