@@ -498,16 +498,19 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     if (!inner)
         return exo_fail(EXO_ENOMEM, "no memory for the move's list of logged stores");
     find_libc();
-    /* The program may use the whole block malloc gave it, not only the size it asked for:
-     * malloc_usable_size says how much, and programs rely on it (SQLite sizes its string
-     * and value buffers by it, and keeps a block whose rounded new size still fits instead
-     * of calling realloc). The copy covers, and keeps, every usable byte: span. Asked for
-     * with that size, the new block has the same usable size in glibc (its chunk sizes are
-     * the usable size plus 8, in 16-byte steps), which programs that count the usable
-     * sizes of their blocks (SQLite's memory statistics) need too. */
-    uintptr_t span = malloc_usable_size((void *)base);
-    if (span < size)
-        span = size;
+    /* The program may use the whole block malloc gave it, not only the size it asked for,
+     * and programs rely on it (SQLite sizes its string and value buffers by it, and keeps a
+     * block whose rounded new size still fits instead of calling realloc). The table holds
+     * each heap block with its usable size (hooks.c's heap_extent), so the copy covers, and
+     * keeps, every usable byte: span. Asked for with that size, the new block has the same
+     * usable size in glibc (its chunk sizes are the usable size plus 8, in 16-byte steps),
+     * which programs that count the usable sizes of their blocks (SQLite's memory
+     * statistics) need too. Not malloc_usable_size(base) here: the program runs until the
+     * stop, and may have freed the block already; glibc then reports the free chunk it
+     * merged into (the heap's whole top, at times), and a new block of the same size at the
+     * same address passed the check after the stop. That move copied and patched far past
+     * the block (SQLite's fuzzcheck at 10,000 moves a second: "corrupted top size"). */
+    uintptr_t span = size;
     bool refused;
     void *dest = copy_block(base, align, span, &refused);
     if (!dest && refused) {
@@ -531,7 +534,11 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     uint64_t t1 = exo_os_now_ns();
     pthread_mutex_lock(&exo_carat.lock);
     a = exo_carat_alloc_table_find(&exo_carat.table, base);
-    if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP) {
+    /* Still the block sized above: nothing frees it while the world is stopped, and a
+     * block the program freed and malloc gave out again in its place may differ in usable
+     * size from what the table says (freed where the plugin did not see it). */
+    if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP ||
+        malloc_usable_size((void *)base) != span) {
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
