@@ -39,6 +39,9 @@ std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL
       Guard G;
       G.At = &I;
       if (auto *LI = dyn_cast<LoadInst>(&I)) {
+        if (auto *GV = dyn_cast<GlobalVariable>(LI->getPointerOperand());
+            GV && GV->getName().starts_with("exo_carat_fast_"))
+          continue;   // a versioned loop's check reading the fast path (GuardVersion.cpp)
         G.K = Guard::Load;
         G.Ptr = LI->getPointerOperand();
         G.Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
@@ -234,9 +237,17 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
     if (F.isDeclaration() || isRuntimeFunction(F))
       continue;
     prepareLoops(F, FAM);
+    std::set<const Instruction *> Covered;
+    if (O.Version)
+      versionLoops(F, FAM, Covered, C);
     std::vector<Guard> Gs = collectGuards(F, M.getDataLayout(), C);
     if (Gs.empty())
       continue;
+    for (Guard &G : Gs)
+      if (Covered.count(G.At)) {
+        G.Removed = true;
+        C.Versioned++;
+      }
     optimizeGuards(F, FAM, O, Gs, C);
     E.beginFunction(F);
     for (Guard &G : Gs)

@@ -3,6 +3,7 @@
 
 #include "Carat.h"
 
+#include <set>
 #include <vector>
 
 namespace exomem_carat {
@@ -23,6 +24,11 @@ struct Guard {
 
 // Give every loop of F a preheader and dedicated exits (LoopSimplify).
 void prepareLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM);
+// Loop versioning (GuardVersion.cpp): copies loops whose accesses reach a bounded range
+// from loop-invariant bases, entered after one check of those ranges; Covered gets the
+// accesses of those copies, which need no guard. Counts the loops in C.
+void versionLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
+                  std::set<const llvm::Instruction *> &Covered, GuardCounts &C);
 std::vector<Guard> collectGuards(llvm::Function &F, const llvm::DataLayout &DL,
                                  GuardCounts &C);
 void optimizeGuards(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,

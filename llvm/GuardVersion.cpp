@@ -1,0 +1,222 @@
+// Loop versioning on one wide check (ours, not the paper's). A loop whose accesses use a
+// 32-bit index that may wrap (bzip2's block[i1] in mainGtU, with i1 an unsigned that the
+// program lets run past nblock) has no affine range scalar evolution can bound by a trip
+// count, so merge cannot fold its guards. But every address such an access can form lies
+// in a range fixed before the loop starts: base + zext(i32) * 1 reaches [base, base +
+// 4 GiB), base + sext(i32) * 2 reaches [base - 4 GiB, base + 4 GiB), a byte masked with
+// 0xff indexes 256 entries. Scalar evolution gives that range (the signed range of the
+// address minus its pointer base) whatever the loop does.
+//
+// Such a loop is run in two versions: the preheader checks once that, for every base, the
+// whole range its accesses can reach lies inside the one-region fast path, and enters a
+// copy of the loop without those accesses' guards if so; otherwise (regions that leave a
+// hole near the base, a base near the top or bottom of the address space, no fast path)
+// it enters the original loop with every guard, so an access outside the regions is still
+// caught there and reported at its own line. The check is sound for any index the loop can
+// compute, so nothing about the loop's trip count or exits needs to be known.
+//
+// Only loops without calls are versioned: the fast path's bounds change only when the
+// program calls into the runtime (Guards.cpp reads them again after every call), so a loop
+// that makes none runs under the bounds its preheader saw.
+#include "Guards.h"
+
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+#include <map>
+
+using namespace llvm;
+using namespace exomem_carat;
+
+// A base's reachable range must be far below any fast path's span (the default region is
+// 2^47 bytes): 2^40 keeps the check's arithmetic from wrapping and still takes a 32-bit
+// index scaled by up to 256.
+static const uint64_t MaxReach = uint64_t(1) << 40;
+// Loops are copied whole; a bigger one is left to the other optimisations.
+static const unsigned MaxLoopInsts = 4000;
+
+namespace {
+// What the preheader checks for one base: [base + Lo, base + Hi) inside the fast path.
+struct Reach {
+  int64_t Lo = INT64_MAX, Hi = INT64_MIN;
+};
+
+struct Candidate {
+  Loop *L;
+  std::map<Value *, Reach> Bases;             // in first-seen order is not needed: a map
+  std::vector<Instruction *> Covered;         // accesses whose guards the copy drops
+};
+} // namespace
+
+// May I make the fast path's bounds change, or leave the loop other than by its exits?
+static bool mayCallOut(const Instruction &I) {
+  auto *CB = dyn_cast<CallBase>(&I);
+  if (!CB)
+    return false;
+  // Intrinsics that lower to plain code (or to memcpy and friends, which do not call into
+  // the runtime) keep the bounds; an intrinsic with a callback (statepoints and such) is
+  // not expected here, and any other call may.
+  if (auto *II = dyn_cast<IntrinsicInst>(CB))
+    return II->getIntrinsicID() == Intrinsic::experimental_gc_statepoint;
+  return true;
+}
+
+// The address range an access at Ptr of Size bytes can touch, as a base and a constant
+// range of offsets from it; false if scalar evolution cannot bound it within MaxReach.
+static bool reachOf(ScalarEvolution &SE, Loop *L, Value *Ptr, uint64_t Size, Value *&Base,
+                    int64_t &Lo, int64_t &Hi) {
+  const SCEV *S = SE.getSCEV(Ptr);
+  auto *B = dyn_cast<SCEVUnknown>(SE.getPointerBase(S));
+  if (!B || !SE.isLoopInvariant(B, L))
+    return false;
+  const SCEV *Off = SE.removePointerBase(S);
+  if (isa<SCEVCouldNotCompute>(Off) || SE.isLoopInvariant(Off, L))
+    return false;   // an invariant address is hoisted instead
+  ConstantRange R = SE.getSignedRange(Off);
+  if (R.isFullSet() || R.isEmptySet() || R.getBitWidth() > 64)
+    return false;
+  APInt Min = R.getSignedMin().sextOrTrunc(64), Max = R.getSignedMax().sextOrTrunc(64);
+  int64_t L0 = Min.getSExtValue(), H0 = Max.getSExtValue();
+  if (L0 < -int64_t(MaxReach) || H0 > int64_t(MaxReach) || Size > 4096)
+    return false;
+  Base = B->getValue();
+  Lo = L0;
+  Hi = H0 + int64_t(Size);
+  return true;
+}
+
+static bool analyse(Loop *L, ScalarEvolution &SE, DominatorTree &DT, const DataLayout &DL,
+                    Candidate &C) {
+  BasicBlock *PH = L->getLoopPreheader();
+  if (!PH || !L->hasDedicatedExits())
+    return false;
+  unsigned N = 0;
+  for (BasicBlock *BB : L->blocks())
+    for (Instruction &I : *BB) {
+      if (++N > MaxLoopInsts || mayCallOut(I) || isa<InvokeInst, CallBrInst>(I))
+        return false;
+      if (I.getType()->isTokenTy())
+        return false;   // cannot be given a phi in the exits
+    }
+  for (BasicBlock *BB : L->blocks())
+    for (Instruction &I : *BB) {
+      Value *Ptr;
+      uint64_t Size;
+      if (auto *LI = dyn_cast<LoadInst>(&I)) {
+        Ptr = LI->getPointerOperand();
+        Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
+      } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+        Ptr = SI->getPointerOperand();
+        Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
+      } else {
+        continue;
+      }
+      Value *Base = nullptr;
+      int64_t Lo = 0, Hi = 0;
+      if (!reachOf(SE, L, Ptr, Size, Base, Lo, Hi))
+        continue;
+      if (auto *BI = dyn_cast<Instruction>(Base); BI && !DT.dominates(BI, PH->getTerminator()))
+        continue;
+      Reach &R = C.Bases[Base];
+      R.Lo = std::min(R.Lo, Lo);
+      R.Hi = std::max(R.Hi, Hi);
+      if (uint64_t(R.Hi - R.Lo) > 2 * MaxReach)
+        return false;   // (cannot happen with the bounds above; kept for the arithmetic)
+      C.Covered.push_back(&I);
+    }
+  C.L = L;
+  return !C.Covered.empty();
+}
+
+static void findCandidates(Loop *L, ScalarEvolution &SE, DominatorTree &DT,
+                           const DataLayout &DL, std::vector<Candidate> &Out) {
+  Candidate C;
+  if (analyse(L, SE, DT, DL, C)) {
+    Out.push_back(std::move(C));
+    return;   // the copy holds the inner loops too
+  }
+  for (Loop *Sub : *L)
+    findCandidates(Sub, SE, DT, DL, Out);
+}
+
+// ok = AND over bases of (base + Lo - fast_base <= base + Hi - fast_base <= fast_span).
+// The two differences are Hi - Lo apart (below 2^42); when the first is not above the
+// second the range does not wrap, and the second not above the span puts it all inside.
+static Value *wideCheck(IRBuilder<> &B, const Candidate &C) {
+  Module &M = *B.GetInsertBlock()->getModule();
+  Type *I64 = B.getInt64Ty();
+  Value *FB = B.CreateLoad(I64, M.getOrInsertGlobal("exo_carat_fast_base", I64), "carat.vbase");
+  Value *FS = B.CreateLoad(I64, M.getOrInsertGlobal("exo_carat_fast_span", I64), "carat.vspan");
+  Value *Ok = nullptr;
+  for (auto &[Base, R] : C.Bases) {
+    Value *P = B.CreatePtrToInt(Base, I64);
+    Value *A = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Lo))), FB);
+    Value *Z = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Hi))), FB);
+    Value *In = B.CreateAnd(B.CreateICmpULE(A, Z), B.CreateICmpULE(Z, FS));
+    Ok = Ok ? B.CreateAnd(Ok, In) : In;
+  }
+  return Ok;
+}
+
+static void version(Function &F, Candidate &C, LoopInfo &LI, DominatorTree &DT,
+                    ScalarEvolution &SE) {
+  Loop *L = C.L;
+  formLCSSARecursively(*L, DT, &LI, &SE);
+  BasicBlock *PH = L->getLoopPreheader();
+  // PH keeps the check; the loop (the copy without guards) gets a new empty preheader.
+  BasicBlock *FastPH = SplitBlock(PH, PH->getTerminator(), &DT, &LI, nullptr, "carat.fast.ph");
+  ValueToValueMapTy VMap;
+  SmallVector<BasicBlock *, 16> SlowBlocks;
+  Loop *Slow = cloneLoopWithPreheader(FastPH, PH, L, VMap, ".carat.guarded", &LI, &DT,
+                                      SlowBlocks);
+  (void)Slow;
+  remapInstructionsInBlocks(SlowBlocks, VMap);
+  // The exits (dedicated, in LCSSA form) now have the guarded copy's exiting blocks as
+  // predecessors too: give their phis the copy's values.
+  SmallVector<BasicBlock *, 8> Exits;
+  L->getUniqueExitBlocks(Exits);
+  for (BasicBlock *E : Exits)
+    for (PHINode &Phi : E->phis()) {
+      SmallVector<std::pair<Value *, BasicBlock *>, 4> In;
+      for (unsigned i = 0; i < Phi.getNumIncomingValues(); i++)
+        if (L->contains(Phi.getIncomingBlock(i)))
+          In.push_back({Phi.getIncomingValue(i), Phi.getIncomingBlock(i)});
+      for (auto &[V, From] : In) {
+        Value *NewV = VMap.count(V) ? (Value *)VMap[V] : V;
+        Phi.addIncoming(NewV, cast<BasicBlock>(VMap[From]));
+      }
+    }
+  IRBuilder<> B(PH->getTerminator());
+  Value *Ok = wideCheck(B, C);
+  BasicBlock *SlowPH = cast<BasicBlock>(VMap[FastPH]);
+  BranchInst *Br = B.CreateCondBr(Ok, FastPH, SlowPH);
+  PH->getTerminator()->eraseFromParent();
+  (void)Br;
+  DT.recalculate(F);
+}
+
+void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
+                                std::set<const Instruction *> &Covered, GuardCounts &Counts) {
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
+  ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+  const DataLayout &DL = F.getParent()->getDataLayout();
+  std::vector<Candidate> Cands;
+  for (Loop *L : LI)
+    findCandidates(L, SE, DT, DL, Cands);
+  if (Cands.empty())
+    return;
+  for (Candidate &C : Cands) {
+    version(F, C, LI, DT, SE);
+    SE.forgetLoop(C.L);
+    Covered.insert(C.Covered.begin(), C.Covered.end());
+    Counts.VersionedLoops++;
+  }
+  FAM.invalidate(F, PreservedAnalyses::none());
+}
