@@ -45,7 +45,7 @@ struct GuardCounts {
                             // a dominating one whose range holds it
   unsigned Versioned = 0;   // in the copy of a loop entered after one wide check of the
                             // ranges its bases can reach: none needed (GuardVersion.cpp)
-  unsigned VersionedLoops = 0; // loops so copied
+  unsigned VersionedLoops = 0, VersionedFunctions = 0; // loops and functions so copied
   unsigned Final = 0;       // guards left in the code (hoisted and merged ones included)
   unsigned naive() const { return Loads + Stores + Calls + Ranges; }
 };

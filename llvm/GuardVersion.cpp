@@ -20,6 +20,7 @@
 // that makes none runs under the bounds its preheader saw.
 #include "Guards.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/IR/Dominators.h"
@@ -29,7 +30,6 @@
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
-#include <map>
 
 using namespace llvm;
 using namespace exomem_carat;
@@ -38,8 +38,13 @@ using namespace exomem_carat;
 // 2^47 bytes): 2^40 keeps the check's arithmetic from wrapping and still takes a 32-bit
 // index scaled by up to 256.
 static const uint64_t MaxReach = uint64_t(1) << 40;
-// Loops are copied whole; a bigger one is left to the other optimisations.
-static const unsigned MaxLoopInsts = 4000;
+// Loops and functions are copied whole; a bigger one is left to the other optimisations.
+static const unsigned MaxLoopInsts = 4000, MaxFunctionInsts = 4000;
+// A function is copied for at least this many guards (a loop for one: it runs them again
+// and again).
+static const unsigned MinFunctionGuards = 4;
+// The guarded copy of a versioned function.
+static const char GuardedSuffix[] = ".carat.guarded";
 
 namespace {
 // What the preheader checks for one base: [base + Lo, base + Hi) inside the fast path.
@@ -48,8 +53,8 @@ struct Reach {
 };
 
 struct Candidate {
-  Loop *L;
-  std::map<Value *, Reach> Bases;             // in first-seen order is not needed: a map
+  Loop *L = nullptr;
+  MapVector<Value *, Reach> Bases;            // (in order: the same code every build)
   std::vector<Instruction *> Covered;         // accesses whose guards the copy drops
 };
 } // namespace
@@ -69,15 +74,19 @@ static bool mayCallOut(const Instruction &I) {
 
 // The address range an access at Ptr of Size bytes can touch, as a base and a constant
 // range of offsets from it; false if scalar evolution cannot bound it within MaxReach.
+// With L, the base must be invariant in L; without, an argument or a global (known at the
+// function's entry).
 static bool reachOf(ScalarEvolution &SE, Loop *L, Value *Ptr, uint64_t Size, Value *&Base,
                     int64_t &Lo, int64_t &Hi) {
   const SCEV *S = SE.getSCEV(Ptr);
   auto *B = dyn_cast<SCEVUnknown>(SE.getPointerBase(S));
-  if (!B || !SE.isLoopInvariant(B, L))
+  if (!B)
+    return false;
+  if (L ? !SE.isLoopInvariant(B, L) : !isa<Argument, GlobalVariable>(B->getValue()))
     return false;
   const SCEV *Off = SE.removePointerBase(S);
-  if (isa<SCEVCouldNotCompute>(Off) || SE.isLoopInvariant(Off, L))
-    return false;   // an invariant address is hoisted instead
+  if (isa<SCEVCouldNotCompute>(Off) || (L && SE.isLoopInvariant(Off, L)))
+    return false;   // an address invariant in the loop is hoisted instead
   ConstantRange R = SE.getSignedRange(Off);
   if (R.isFullSet() || R.isEmptySet() || R.getBitWidth() > 64)
     return false;
@@ -91,58 +100,78 @@ static bool reachOf(ScalarEvolution &SE, Loop *L, Value *Ptr, uint64_t Size, Val
   return true;
 }
 
-static bool analyse(Loop *L, ScalarEvolution &SE, DominatorTree &DT, const DataLayout &DL,
-                    Candidate &C) {
-  BasicBlock *PH = L->getLoopPreheader();
-  if (!PH || !L->hasDedicatedExits())
-    return false;
+// Is I a load or store, and of which address and size?
+static bool accessOf(Instruction &I, const DataLayout &DL, Value *&Ptr, uint64_t &Size) {
+  if (auto *LI = dyn_cast<LoadInst>(&I)) {
+    Ptr = LI->getPointerOperand();
+    Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
+    return true;
+  }
+  if (auto *SI = dyn_cast<StoreInst>(&I)) {
+    Ptr = SI->getPointerOperand();
+    Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
+    return true;
+  }
+  return false;
+}
+
+// Can the code of these blocks run under one reading of the fast path, and be copied?
+template <typename Blocks> static bool copyable(const Blocks &BBs, unsigned Max) {
   unsigned N = 0;
-  for (BasicBlock *BB : L->blocks())
+  for (BasicBlock *BB : BBs)
     for (Instruction &I : *BB) {
-      if (++N > MaxLoopInsts || mayCallOut(I) || isa<InvokeInst, CallBrInst>(I))
+      if (++N > Max || mayCallOut(I) || isa<InvokeInst, CallBrInst>(I))
         return false;
       if (I.getType()->isTokenTy())
         return false;   // cannot be given a phi in the exits
     }
-  for (BasicBlock *BB : L->blocks())
+  return true;
+}
+
+// Add the accesses of BBs whose reach is bounded from a base available at At to C.
+template <typename Blocks>
+static void addAccesses(const Blocks &BBs, Loop *L, Instruction *At, ScalarEvolution &SE,
+                        DominatorTree &DT, const DataLayout &DL, Candidate &C) {
+  for (BasicBlock *BB : BBs)
     for (Instruction &I : *BB) {
-      Value *Ptr;
-      uint64_t Size;
-      if (auto *LI = dyn_cast<LoadInst>(&I)) {
-        Ptr = LI->getPointerOperand();
-        Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
-      } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
-        Ptr = SI->getPointerOperand();
-        Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
-      } else {
-        continue;
-      }
-      Value *Base = nullptr;
+      Value *Ptr = nullptr, *Base = nullptr;
+      uint64_t Size = 0;
       int64_t Lo = 0, Hi = 0;
-      if (!reachOf(SE, L, Ptr, Size, Base, Lo, Hi))
+      if (!accessOf(I, DL, Ptr, Size) || !reachOf(SE, L, Ptr, Size, Base, Lo, Hi))
         continue;
-      if (auto *BI = dyn_cast<Instruction>(Base); BI && !DT.dominates(BI, PH->getTerminator()))
+      if (auto *BI = dyn_cast<Instruction>(Base); BI && !DT.dominates(BI, At))
         continue;
       Reach &R = C.Bases[Base];
       R.Lo = std::min(R.Lo, Lo);
       R.Hi = std::max(R.Hi, Hi);
-      if (uint64_t(R.Hi - R.Lo) > 2 * MaxReach)
-        return false;   // (cannot happen with the bounds above; kept for the arithmetic)
       C.Covered.push_back(&I);
     }
+}
+
+// Done: accesses that need no guard already (the function was versioned).
+static bool analyse(Loop *L, ScalarEvolution &SE, DominatorTree &DT, const DataLayout &DL,
+                    const std::set<const Instruction *> &Done, Candidate &C) {
+  BasicBlock *PH = L->getLoopPreheader();
+  if (!PH || !L->hasDedicatedExits() || !copyable(L->blocks(), MaxLoopInsts))
+    return false;
+  addAccesses(L->blocks(), L, PH->getTerminator(), SE, DT, DL, C);
   C.L = L;
-  return !C.Covered.empty();
+  for (Instruction *I : C.Covered)
+    if (!Done.count(I))
+      return true;
+  return false;
 }
 
 static void findCandidates(Loop *L, ScalarEvolution &SE, DominatorTree &DT,
-                           const DataLayout &DL, std::vector<Candidate> &Out) {
+                           const DataLayout &DL, const std::set<const Instruction *> &Done,
+                           std::vector<Candidate> &Out) {
   Candidate C;
-  if (analyse(L, SE, DT, DL, C)) {
+  if (analyse(L, SE, DT, DL, Done, C)) {
     Out.push_back(std::move(C));
     return;   // the copy holds the inner loops too
   }
   for (Loop *Sub : *L)
-    findCandidates(Sub, SE, DT, DL, Out);
+    findCandidates(Sub, SE, DT, DL, Done, Out);
 }
 
 // ok = AND over bases of (base + Lo - fast_base <= base + Hi - fast_base <= fast_span).
@@ -208,8 +237,10 @@ void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
   const DataLayout &DL = F.getParent()->getDataLayout();
   std::vector<Candidate> Cands;
+  if (F.getName().ends_with(GuardedSuffix))
+    return;   // its caller's check failed: so would its loops' (and it is cold code)
   for (Loop *L : LI)
-    findCandidates(L, SE, DT, DL, Cands);
+    findCandidates(L, SE, DT, DL, Covered, Cands);
   if (Cands.empty())
     return;
   for (Candidate &C : Cands) {
@@ -218,5 +249,72 @@ void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
     Covered.insert(C.Covered.begin(), C.Covered.end());
     Counts.VersionedLoops++;
   }
+  FAM.invalidate(F, PreservedAnalyses::none());
+}
+
+// Whole functions, for the code outside loops: a function that makes no call (mainGtU
+// compares up to twelve bytes at block[i1 + k] before its loop) checks at entry the ranges
+// its accesses can reach from its arguments and globals; if one is not wholly inside the
+// fast path it calls a guarded copy of itself with the same arguments and returns its
+// result.
+static bool versionableFunction(Function &F) {
+  if (F.isVarArg() || F.getName().ends_with(GuardedSuffix) || F.hasPersonalityFn() ||
+      F.callsFunctionThatReturnsTwice())
+    return false;
+  for (Argument &A : F.args())
+    if (A.hasInAllocaAttr() || A.hasPreallocatedAttr() || A.hasSwiftErrorAttr() ||
+        A.hasAttribute(Attribute::SwiftSelf) || A.hasAttribute(Attribute::SwiftAsync))
+      return false;
+  std::vector<BasicBlock *> All;
+  for (BasicBlock &BB : F)
+    All.push_back(&BB);
+  return copyable(All, MaxFunctionInsts);
+}
+
+void exomem_carat::versionFunction(Function &F, FunctionAnalysisManager &FAM,
+                                   std::set<const Instruction *> &Covered, GuardCounts &Counts) {
+  if (!versionableFunction(F))
+    return;
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+  const DataLayout &DL = F.getParent()->getDataLayout();
+  Candidate C;
+  std::vector<BasicBlock *> All;
+  for (BasicBlock &BB : F)
+    All.push_back(&BB);
+  BasicBlock &Entry = F.getEntryBlock();
+  addAccesses(All, nullptr, Entry.getTerminator(), SE, DT, DL, C);
+  if (C.Covered.size() < MinFunctionGuards)
+    return;
+  ValueToValueMapTy VMap;
+  Function *Guarded = CloneFunction(&F, VMap);
+  Guarded->setName(F.getName() + GuardedSuffix);
+  Guarded->setLinkage(GlobalValue::InternalLinkage);
+  Guarded->setComdat(nullptr);
+  Guarded->addFnAttr(Attribute::NoInline);
+  Guarded->addFnAttr(Attribute::Cold);
+  // Entry: its static allocas stay; the check follows them.
+  BasicBlock::iterator At = Entry.getFirstInsertionPt();
+  while (isa<AllocaInst>(*At))
+    ++At;
+  BasicBlock *Body = SplitBlock(&Entry, &*At, &DT, nullptr, nullptr, "carat.fast");
+  BasicBlock *Slow = BasicBlock::Create(F.getContext(), "carat.guarded", &F, Body);
+  IRBuilder<> SB(Slow);
+  SmallVector<Value *, 8> Args;
+  for (Argument &A : F.args())
+    Args.push_back(&A);
+  CallInst *CI = SB.CreateCall(Guarded, Args);
+  CI->setTailCall();
+  CI->setAttributes(F.getAttributes());
+  if (F.getReturnType()->isVoidTy())
+    SB.CreateRetVoid();
+  else
+    SB.CreateRet(CI);
+  IRBuilder<> B(Entry.getTerminator());
+  Value *Ok = wideCheck(B, C);
+  B.CreateCondBr(Ok, Body, Slow);
+  Entry.getTerminator()->eraseFromParent();
+  Covered.insert(C.Covered.begin(), C.Covered.end());
+  Counts.VersionedFunctions++;
   FAM.invalidate(F, PreservedAnalyses::none());
 }

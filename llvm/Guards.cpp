@@ -238,8 +238,10 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
       continue;
     prepareLoops(F, FAM);
     std::set<const Instruction *> Covered;
-    if (O.Version)
+    if (O.Version) {
+      versionFunction(F, FAM, Covered, C);
       versionLoops(F, FAM, Covered, C);
+    }
     std::vector<Guard> Gs = collectGuards(F, M.getDataLayout(), C);
     if (Gs.empty())
       continue;

@@ -29,6 +29,11 @@ void prepareLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM);
 // accesses of those copies, which need no guard. Counts the loops in C.
 void versionLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
                   std::set<const llvm::Instruction *> &Covered, GuardCounts &C);
+// Function versioning (GuardVersion.cpp): a function without calls checks the ranges its
+// accesses reach from its arguments and globals at entry, and calls a guarded copy of
+// itself if any is not inside the fast path; Covered gets the accesses that need no guard.
+void versionFunction(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
+                     std::set<const llvm::Instruction *> &Covered, GuardCounts &C);
 std::vector<Guard> collectGuards(llvm::Function &F, const llvm::DataLayout &DL,
                                  GuardCounts &C);
 void optimizeGuards(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,

@@ -103,6 +103,7 @@ static void writeStats(Module &M, const TrackCounts &T, const GuardCounts &G,
      << ",\"opt_redundant\":" << G.Redundant << ",\"opt_hoisted\":" << G.Hoisted
      << ",\"opt_merged\":" << G.Merged << ",\"opt_coalesced\":" << G.Coalesced
      << ",\"opt_versioned\":" << G.Versioned << ",\"versioned_loops\":" << G.VersionedLoops
+     << ",\"versioned_functions\":" << G.VersionedFunctions
      << ",\"guards_final\":" << G.Final
      << ",\"vas_derefs\":" << V.Derefs << ",\"vas_safe\":" << V.ProvenSafe
      << ",\"vas_checked\":" << V.Checked << ",\"vas_unsafe\":" << V.Unsafe << "}\n";
