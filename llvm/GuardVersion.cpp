@@ -284,7 +284,8 @@ void exomem_carat::versionFunction(Function &F, FunctionAnalysisManager &FAM,
     All.push_back(&BB);
   BasicBlock &Entry = F.getEntryBlock();
   addAccesses(All, nullptr, Entry.getTerminator(), SE, DT, DL, C);
-  if (C.Covered.size() < MinFunctionGuards)
+  // Worth a copy when the check is much cheaper than the guards: several accesses per base.
+  if (C.Covered.size() < MinFunctionGuards || C.Covered.size() < 2 * C.Bases.size())
     return;
   ValueToValueMapTy VMap;
   Function *Guarded = CloneFunction(&F, VMap);
