@@ -44,6 +44,14 @@ else
         [ "$(stat "$dir/g.json" $k)" -ge 1 ] 2>/dev/null || bad "$k found nothing in guard_counts.c"
     done
 fi
+# Value range with variable indices: the two bounded table reads lose their guards, the
+# unbounded one and *p keep theirs.
+EXOMEM_CARAT_PARTS=guards EXOMEM_CARAT_GUARD_OPT=value-range EXOMEM_CARAT_STATS=$dir/gr.json \
+    "$cc" "${flags[@]}" -c "$src/tests/carat/guard_ranges.c" -o "$dir/gr.o" || bad "guard_ranges.c did not build"
+if [ $sanitized = no ]; then
+    [ "$(stat "$dir/gr.json" guard_loads)" = 4 ] && [ "$(stat "$dir/gr.json" opt_value_range)" = 2 ] &&
+        [ "$(stat "$dir/gr.json" guards_final)" = 2 ] || bad "guard_ranges counts: $(cat "$dir/gr.json")"
+fi
 # Inserted guards are real code: a guard reads the fast-path bounds.
 nm "$dir/g.o" | grep -q "U exo_carat_fast_base" || bad "no inline guard in guard_counts.o"
 
