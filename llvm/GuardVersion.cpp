@@ -15,9 +15,9 @@
 // caught there and reported at its own line. The check is sound for any index the loop can
 // compute, so nothing about the loop's trip count or exits needs to be known.
 //
-// Only loops without calls are versioned: the fast path's bounds change only when the
-// program calls into the runtime (Guards.cpp reads them again after every call), so a loop
-// that makes none runs under the bounds its preheader saw.
+// Only loops whose calls cannot reach the runtime are versioned (keepsBounds): the fast
+// path's bounds change only when the program calls into it (Guards.cpp reads them again
+// after every call), so such a loop runs under the bounds its preheader saw.
 #include "Guards.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -59,17 +59,48 @@ struct Candidate {
 };
 } // namespace
 
-// May I make the fast path's bounds change, or leave the loop other than by its exits?
+// Library functions that make no callback into the program (so none into the runtime).
+static const char *const Plain[] = {"memcpy", "memmove", "memset", "memcmp", "memchr",
+                                    "strlen", "strnlen", "strcmp", "strncmp", "strchr",
+                                    "strrchr"};
+
+static bool isPlainIntrinsic(const Function &F) {
+  return F.isIntrinsic() && F.getIntrinsicID() != Intrinsic::experimental_gc_statepoint;
+}
+
+// Does a call to Callee leave the fast path's bounds as they were? They change only in the
+// runtime (exo_carat_set_regions): intrinsics that lower to plain code or to memcpy and
+// friends, the library functions above or any LLVM knows to touch only its arguments'
+// memory, and functions of this module that call nothing themselves cannot get there.
+// (Leaving aside a signal handler that changes the regions, as the bounds kept in
+// registers and the hoisted and merged checks do.)
+static bool keepsBounds(const Function *Callee) {
+  if (!Callee)
+    return false;   // an indirect call
+  if (Callee->isIntrinsic())
+    return isPlainIntrinsic(*Callee);
+  if (Callee->isDeclaration()) {
+    if (Callee->doesNotAccessMemory() || Callee->onlyAccessesArgMemory())
+      return true;
+    for (const char *N : Plain)
+      if (Callee->getName() == N)
+        return true;
+    return false;
+  }
+  if (Callee->isInterposable())
+    return false;
+  for (const BasicBlock &BB : *Callee)
+    for (const Instruction &I : BB)
+      if (auto *CB = dyn_cast<CallBase>(&I);
+          CB && !(CB->getCalledFunction() && isPlainIntrinsic(*CB->getCalledFunction())))
+        return false;
+  return true;
+}
+
+// May I make the fast path's bounds change?
 static bool mayCallOut(const Instruction &I) {
   auto *CB = dyn_cast<CallBase>(&I);
-  if (!CB)
-    return false;
-  // Intrinsics that lower to plain code (or to memcpy and friends, which do not call into
-  // the runtime) keep the bounds; an intrinsic with a callback (statepoints and such) is
-  // not expected here, and any other call may.
-  if (auto *II = dyn_cast<IntrinsicInst>(CB))
-    return II->getIntrinsicID() == Intrinsic::experimental_gc_statepoint;
-  return true;
+  return CB && (CB->isInlineAsm() || !keepsBounds(CB->getCalledFunction()));
 }
 
 // The address range an access at Ptr of Size bytes can touch, as a base and a constant
@@ -252,7 +283,7 @@ void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
   FAM.invalidate(F, PreservedAnalyses::none());
 }
 
-// Whole functions, for the code outside loops: a function that makes no call (mainGtU
+// Whole functions, for the code outside loops: a function that makes no such call (mainGtU
 // compares up to twelve bytes at block[i1 + k] before its loop) checks at entry the ranges
 // its accesses can reach from its arguments and globals; if one is not wholly inside the
 // fast path it calls a guarded copy of itself with the same arguments and returns its
