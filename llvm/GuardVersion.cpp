@@ -60,47 +60,79 @@ struct Candidate {
 } // namespace
 
 // Library functions that make no callback into the program (so none into the runtime).
-static const char *const Plain[] = {"memcpy", "memmove", "memset", "memcmp", "memchr",
-                                    "strlen", "strnlen", "strcmp", "strncmp", "strchr",
-                                    "strrchr"};
+// Formatted output is taken as such, as the VAS analysis does (a stream of fopencookie's
+// would call the program back).
+static const char *const Plain[] = {
+    "memcpy",  "memmove",  "memset",  "memcmp",  "memchr",  "strlen",        "strnlen",
+    "strcmp",  "strncmp",  "strchr",  "strrchr", "printf",  "fprintf",       "sprintf",
+    "snprintf", "puts",    "fputs",   "fputc",   "putc",    "putchar",       "fwrite",
+    "__printf_chk", "__fprintf_chk", "__sprintf_chk", "__snprintf_chk"};
 
 static bool isPlainIntrinsic(const Function &F) {
   return F.isIntrinsic() && F.getIntrinsicID() != Intrinsic::experimental_gc_statepoint;
 }
 
-// Does a call to Callee leave the fast path's bounds as they were? They change only in the
-// runtime (exo_carat_set_regions): intrinsics that lower to plain code or to memcpy and
-// friends, the library functions above or any LLVM knows to touch only its arguments'
-// memory, and functions of this module that call nothing themselves cannot get there.
-// (Leaving aside a signal handler that changes the regions, as the bounds kept in
-// registers and the hoisted and merged checks do.)
-static bool keepsBounds(const Function *Callee) {
-  if (!Callee)
-    return false;   // an indirect call
-  if (Callee->isIntrinsic())
-    return isPlainIntrinsic(*Callee);
-  if (Callee->isDeclaration()) {
-    if (Callee->doesNotAccessMemory() || Callee->onlyAccessesArgMemory())
+// Is a call to this declaration unable to reach the runtime?
+static bool plainDeclaration(const Function &F) {
+  if (F.isIntrinsic())
+    return isPlainIntrinsic(F);
+  if (F.doesNotAccessMemory() || F.onlyAccessesArgMemory())
+    return true;
+  for (const char *N : Plain)
+    if (F.getName() == N)
       return true;
-    for (const char *N : Plain)
-      if (Callee->getName() == N)
-        return true;
-    return false;
-  }
-  if (Callee->isInterposable())
-    return false;
-  for (const BasicBlock &BB : *Callee)
-    for (const Instruction &I : BB)
-      if (auto *CB = dyn_cast<CallBase>(&I);
-          CB && !(CB->getCalledFunction() && isPlainIntrinsic(*CB->getCalledFunction())))
-        return false;
-  return true;
+  return false;
 }
 
-// May I make the fast path's bounds change?
-static bool mayCallOut(const Instruction &I) {
+// The fast path's bounds change only in the runtime (exo_carat_set_regions). Calls that
+// cannot get there: to intrinsics that lower to plain code or to memcpy and friends, to
+// the library functions above or any LLVM knows to touch only its arguments' memory, and
+// to functions of this module that make only such calls (found before any is guarded or
+// versioned, so the order the functions are visited in does not matter); a call that
+// does not return ends the code that relied on the bounds. (Leaving aside a
+// signal handler that changes the regions, as the bounds kept in registers and the
+// hoisted and merged checks do.)
+BoundsKeepers exomem_carat::findBoundsKeepers(Module &M) {
+  // The greatest such set: start from every function with a body and drop those with a
+  // call that may get there, until none is dropped (so recursive functions that call
+  // nothing else stay in).
+  BoundsKeepers Keep;
+  for (Function &F : M)
+    if (!F.isDeclaration() && !F.isInterposable())
+      Keep.insert(&F);
+  for (bool Shrunk = true; Shrunk;) {
+    Shrunk = false;
+    for (Function &F : M) {
+      if (!Keep.count(&F))
+        continue;
+      bool Ok = true;
+      for (BasicBlock &BB : F)
+        for (Instruction &I : BB)
+          if (auto *CB = dyn_cast<CallBase>(&I); CB && !CB->doesNotReturn()) {
+            const Function *Callee = CB->getCalledFunction();
+            if (CB->isInlineAsm() || !Callee ||
+                !(Callee->isDeclaration() ? plainDeclaration(*Callee) : Keep.count(Callee) != 0))
+              Ok = false;
+          }
+      if (!Ok) {
+        Keep.erase(&F);
+        Shrunk = true;
+      }
+    }
+  }
+  return Keep;
+}
+
+// May I make the fast path's bounds change and then go on? (A call that does not return
+// leaves the code that relied on them for good.)
+static bool mayCallOut(const Instruction &I, const BoundsKeepers &Keep) {
   auto *CB = dyn_cast<CallBase>(&I);
-  return CB && (CB->isInlineAsm() || !keepsBounds(CB->getCalledFunction()));
+  if (!CB || CB->doesNotReturn())
+    return false;
+  const Function *Callee = CB->getCalledFunction();
+  if (CB->isInlineAsm() || !Callee)
+    return true;
+  return Callee->isDeclaration() ? !plainDeclaration(*Callee) : !Keep.count(Callee);
 }
 
 // The address range an access at Ptr of Size bytes can touch, as a base and a constant
@@ -147,11 +179,12 @@ static bool accessOf(Instruction &I, const DataLayout &DL, Value *&Ptr, uint64_t
 }
 
 // Can the code of these blocks run under one reading of the fast path, and be copied?
-template <typename Blocks> static bool copyable(const Blocks &BBs, unsigned Max) {
+template <typename Blocks>
+static bool copyable(const Blocks &BBs, unsigned Max, const BoundsKeepers &Keep) {
   unsigned N = 0;
   for (BasicBlock *BB : BBs)
     for (Instruction &I : *BB) {
-      if (++N > Max || mayCallOut(I) || isa<InvokeInst, CallBrInst>(I))
+      if (++N > Max || mayCallOut(I, Keep) || isa<InvokeInst, CallBrInst>(I))
         return false;
       if (I.getType()->isTokenTy())
         return false;   // cannot be given a phi in the exits
@@ -181,9 +214,10 @@ static void addAccesses(const Blocks &BBs, Loop *L, Instruction *At, ScalarEvolu
 
 // Done: accesses that need no guard already (the function was versioned).
 static bool analyse(Loop *L, ScalarEvolution &SE, DominatorTree &DT, const DataLayout &DL,
-                    const std::set<const Instruction *> &Done, Candidate &C) {
+                    const std::set<const Instruction *> &Done, const BoundsKeepers &Keep,
+                    Candidate &C) {
   BasicBlock *PH = L->getLoopPreheader();
-  if (!PH || !L->hasDedicatedExits() || !copyable(L->blocks(), MaxLoopInsts))
+  if (!PH || !L->hasDedicatedExits() || !copyable(L->blocks(), MaxLoopInsts, Keep))
     return false;
   addAccesses(L->blocks(), L, PH->getTerminator(), SE, DT, DL, C);
   C.L = L;
@@ -195,14 +229,14 @@ static bool analyse(Loop *L, ScalarEvolution &SE, DominatorTree &DT, const DataL
 
 static void findCandidates(Loop *L, ScalarEvolution &SE, DominatorTree &DT,
                            const DataLayout &DL, const std::set<const Instruction *> &Done,
-                           std::vector<Candidate> &Out) {
+                           const BoundsKeepers &Keep, std::vector<Candidate> &Out) {
   Candidate C;
-  if (analyse(L, SE, DT, DL, Done, C)) {
+  if (analyse(L, SE, DT, DL, Done, Keep, C)) {
     Out.push_back(std::move(C));
     return;   // the copy holds the inner loops too
   }
   for (Loop *Sub : *L)
-    findCandidates(Sub, SE, DT, DL, Done, Out);
+    findCandidates(Sub, SE, DT, DL, Done, Keep, Out);
 }
 
 // ok = AND over bases of (base + Lo - fast_base <= base + Hi - fast_base <= fast_span).
@@ -262,6 +296,7 @@ static void version(Function &F, Candidate &C, LoopInfo &LI, DominatorTree &DT,
 }
 
 void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
+                                const BoundsKeepers &Keep,
                                 std::set<const Instruction *> &Covered, GuardCounts &Counts) {
   DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
   LoopInfo &LI = FAM.getResult<LoopAnalysis>(F);
@@ -271,7 +306,7 @@ void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
   if (F.getName().ends_with(GuardedSuffix))
     return;   // its caller's check failed: so would its loops' (and it is cold code)
   for (Loop *L : LI)
-    findCandidates(L, SE, DT, DL, Covered, Cands);
+    findCandidates(L, SE, DT, DL, Covered, Keep, Cands);
   if (Cands.empty())
     return;
   for (Candidate &C : Cands) {
@@ -288,7 +323,7 @@ void exomem_carat::versionLoops(Function &F, FunctionAnalysisManager &FAM,
 // its accesses can reach from its arguments and globals; if one is not wholly inside the
 // fast path it calls a guarded copy of itself with the same arguments and returns its
 // result.
-static bool versionableFunction(Function &F) {
+static bool versionableFunction(Function &F, const BoundsKeepers &Keep) {
   if (F.isVarArg() || F.getName().ends_with(GuardedSuffix) || F.hasPersonalityFn() ||
       F.callsFunctionThatReturnsTwice())
     return false;
@@ -299,12 +334,13 @@ static bool versionableFunction(Function &F) {
   std::vector<BasicBlock *> All;
   for (BasicBlock &BB : F)
     All.push_back(&BB);
-  return copyable(All, MaxFunctionInsts);
+  return copyable(All, MaxFunctionInsts, Keep);
 }
 
 void exomem_carat::versionFunction(Function &F, FunctionAnalysisManager &FAM,
+                                   const BoundsKeepers &Keep,
                                    std::set<const Instruction *> &Covered, GuardCounts &Counts) {
-  if (!versionableFunction(F))
+  if (!versionableFunction(F, Keep))
     return;
   DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);

@@ -245,14 +245,17 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
   Emitter E(M);
   bool Changed = false;
+  BoundsKeepers Keep;
+  if (O.Version)
+    Keep = findBoundsKeepers(M);
   for (Function &F : M) {
     if (F.isDeclaration() || isRuntimeFunction(F))
       continue;
     prepareLoops(F, FAM);
     std::set<const Instruction *> Covered;
     if (O.Version) {
-      versionFunction(F, FAM, Covered, C);
-      versionLoops(F, FAM, Covered, C);
+      versionFunction(F, FAM, Keep, Covered, C);
+      versionLoops(F, FAM, Keep, Covered, C);
     }
     std::vector<Guard> Gs = collectGuards(F, M.getDataLayout(), C);
     if (Gs.empty())

@@ -90,19 +90,19 @@ EXOMEM_CARAT_PARTS=track,escapes,guards EXOMEM_CARAT_STATS=$dir/gv.json "$cc" "$
 echo "versioning: $(stat "$dir/gv.json" versioned_loops) loops, $(stat "$dir/gv.json" versioned_functions)" \
      "functions, $(stat "$dir/gv.json" opt_versioned) guards dropped"
 if [ $sanitized = no ]; then
-    [ "$(stat "$dir/gv.json" versioned_loops)" -ge 1 ] || bad "run_length's loop was not versioned"
+    [ "$(stat "$dir/gv.json" versioned_loops)" -ge 2 ] || bad "run_length's or weigh's loop was not versioned"
     [ "$(stat "$dir/gv.json" versioned_functions)" -ge 1 ] || bad "compare4 was not versioned"
-    # run_length's two reads, compare4's eight
-    [ "$(stat "$dir/gv.json" opt_versioned)" -ge 9 ] || bad "opt_versioned $(stat "$dir/gv.json" opt_versioned), want >= 9"
+    # run_length's and weigh's reads, compare4's eight
+    [ "$(stat "$dir/gv.json" opt_versioned)" -ge 10 ] || bad "opt_versioned $(stat "$dir/gv.json" opt_versioned), want >= 10"
 fi
 EXOMEM_CARAT_PARTS=guards EXOMEM_CARAT_GUARD_OPT=value-range,redundant,hoist,merge,coalesce \
     EXOMEM_CARAT_STATS=$dir/gv0.json "$cc" "${flags[@]}" -c "$src/tests/carat/guard_version.c" \
     -o "$dir/gv0.o" || bad "guard_version.c (no versioning) did not build"
 [ "$(stat "$dir/gv0.json" opt_versioned)" = 0 ] || bad "versioning ran when not asked for"
 "$dir/guard_version" >/dev/null || bad "guard_version failed"
-for m in loop function; do
-    line=$(grep -n "the versioned $([ $m = loop ] && echo read || echo compare)" \
-        "$src/tests/carat/guard_version.c" | cut -d: -f1)
+for m in loop:read weigh:weighing function:compare; do
+    line=$(grep -n "the versioned ${m#*:}" "$src/tests/carat/guard_version.c" | cut -d: -f1)
+    m=${m%:*}
     ASAN_OPTIONS=handle_segv=0 "$dir/guard_version" $m 2>"$dir/gv-$m.err"
     rc=$?
     [ $rc = 139 ] || bad "guard_version $m: exit $rc, want 139 (SIGSEGV)"

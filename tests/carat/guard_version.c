@@ -6,8 +6,10 @@
  *                  without guards run);
  *   loop           one region ending inside a block: the run length's loop reads past
  *                  it and must be stopped at "the versioned read";
- *   function       the same for the call-free comparison, at "the versioned compare",
- *                  with a second region (no fast path). */
+ *   weigh          a loop that calls a function that calls nothing reads past it, with
+ *                  a second region (no fast path; it holds the stack the call needs):
+ *                  stopped at "the versioned weighing";
+ *   function       the same for the call-free comparison, at "the versioned compare". */
 #include "carat_check.h"
 
 #include <exomem/carat.h>
@@ -15,17 +17,35 @@
 #include <string.h>
 
 /* A loop with a data-dependent exit and an unsigned index that may wrap: no trip count to
- * merge over, but every block[i] lies in [block, block + 4 GiB). The call before the loop
- * keeps the function from being versioned whole, so the loop itself is. */
+ * merge over, but every block[i] lies in [block, block + 4 GiB). The call into the runtime
+ * before the loop (it could change the regions) keeps the function from being versioned
+ * whole, so the loop itself is. */
 static __attribute__((noinline)) unsigned run_length(const unsigned char *block, unsigned i)
 {
-    if (!block)
-        abort();
+    if (exo_carat_region_lookup((uintptr_t)block, 1) == 0)
+        return 0;
     unsigned start = i;
     unsigned char c = block[i];
     while (block[i] == c)   /* the versioned read */
         i++;
     return i - start;
+}
+
+/* A call to a function of the module that calls nothing cannot change the regions: the
+ * loop that makes it is versioned all the same. */
+static __attribute__((noinline)) unsigned weight(unsigned char c)
+{
+    return c == 'a' ? 1 : c == 'c' ? 3 : 2;
+}
+
+static __attribute__((noinline)) unsigned weigh(const unsigned char *block, unsigned i)
+{
+    if (exo_carat_region_lookup((uintptr_t)block, 1) == 0)
+        return 0;
+    unsigned w = 0;
+    while (block[i] != 'b')   /* the versioned weighing */
+        w += weight(block[i++]);
+    return w;
 }
 
 /* No call: versioned whole (four compares at block[i1 + k] and block[i2 + k]). */
@@ -48,6 +68,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (!*mode) {
         CHECK(run_length(block, 200) == 7800);
+        CHECK(weigh(block, 90) == 7910 + 2);   /* 7909 'a's and one 'c' */
         CHECK(compare4(block, 99, 98) == 1);   /* "ca" > "aa" */
         CHECK(compare4(block, 98, 99) == 0 && compare4(block, 200, 300) == 0);
         printf("guard_version: %u %d\n", run_length(block, 8000), compare4(block, 96, 97));
@@ -55,7 +76,7 @@ int main(int argc, char **argv)
     }
     /* The bytes from block + 4096 to block + 8192 refused. "loop": one region, from the
      * bottom of the address space to there (the fast path is open, but no base's 4 GiB
-     * reach fits in it); "function": that region and one from the block's end up, which
+     * reach fits in it); the others: that region and one from the block's end up, which
      * holds the stack (no fast path at all). */
     uintptr_t b = (uintptr_t)block;
     const int all = EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC;
@@ -66,6 +87,8 @@ int main(int argc, char **argv)
     CHECK(exo_carat_region_lookup(b + 4095, 1) != 0 && exo_carat_region_lookup(b + 4096, 1) == 0);
     if (strcmp(mode, "loop") == 0)
         return (int)run_length(block, 200);         /* reads on to block[4096] */
+    if (strcmp(mode, "weigh") == 0)
+        return (int)weigh(block, 300);
     if (strcmp(mode, "function") == 0)
         return compare4(block, 4094, 4090);         /* block[4096] is its third pair */
     return 2;
