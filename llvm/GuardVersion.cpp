@@ -182,13 +182,18 @@ static bool accessOf(Instruction &I, const DataLayout &DL, Value *&Ptr, uint64_t
 template <typename Blocks>
 static bool copyable(const Blocks &BBs, unsigned Max, const BoundsKeepers &Keep) {
   unsigned N = 0;
-  for (BasicBlock *BB : BBs)
+  for (BasicBlock *BB : BBs) {
+    // A computed goto's targets come from blockaddress constants (a static table of them,
+    // as in Lua's and Oniguruma's dispatch), which would still name the original blocks.
+    if (BB->hasAddressTaken())
+      return false;
     for (Instruction &I : *BB) {
-      if (++N > Max || mayCallOut(I, Keep) || isa<InvokeInst, CallBrInst>(I))
+      if (++N > Max || mayCallOut(I, Keep) || isa<InvokeInst, CallBrInst, IndirectBrInst>(I))
         return false;
       if (I.getType()->isTokenTy())
         return false;   // cannot be given a phi in the exits
     }
+  }
   return true;
 }
 
