@@ -15,9 +15,10 @@
 // caught there and reported at its own line. The check is sound for any index the loop can
 // compute, so nothing about the loop's trip count or exits needs to be known.
 //
-// Only loops whose calls cannot reach the runtime are versioned (keepsBounds): the fast
-// path's bounds change only when the program calls into it (Guards.cpp reads them again
-// after every call), so such a loop runs under the bounds its preheader saw.
+// Only loops whose calls cannot reach the runtime are versioned (findBoundsKeepers): the
+// fast path's bounds change only when the program calls into it (Guards.cpp reads them
+// again after every call), so such a loop runs under the bounds its preheader saw. The
+// same goes for whole functions (versionFunction, at the end).
 #include "Guards.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -29,7 +30,6 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
-
 
 using namespace llvm;
 using namespace exomem_carat;
@@ -272,9 +272,7 @@ static void version(Function &F, Candidate &C, LoopInfo &LI, DominatorTree &DT,
   BasicBlock *FastPH = SplitBlock(PH, PH->getTerminator(), &DT, &LI, nullptr, "carat.fast.ph");
   ValueToValueMapTy VMap;
   SmallVector<BasicBlock *, 16> SlowBlocks;
-  Loop *Slow = cloneLoopWithPreheader(FastPH, PH, L, VMap, ".carat.guarded", &LI, &DT,
-                                      SlowBlocks);
-  (void)Slow;
+  cloneLoopWithPreheader(FastPH, PH, L, VMap, ".carat.guarded", &LI, &DT, SlowBlocks);
   remapInstructionsInBlocks(SlowBlocks, VMap);
   // The exits (dedicated, in LCSSA form) now have the guarded copy's exiting blocks as
   // predecessors too: give their phis the copy's values.
@@ -294,9 +292,8 @@ static void version(Function &F, Candidate &C, LoopInfo &LI, DominatorTree &DT,
   IRBuilder<> B(PH->getTerminator());
   Value *Ok = wideCheck(B, C);
   BasicBlock *SlowPH = cast<BasicBlock>(VMap[FastPH]);
-  BranchInst *Br = B.CreateCondBr(Ok, FastPH, SlowPH);
+  B.CreateCondBr(Ok, FastPH, SlowPH);
   PH->getTerminator()->eraseFromParent();
-  (void)Br;
   DT.recalculate(F);
 }
 
