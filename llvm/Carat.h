@@ -43,11 +43,15 @@ struct GuardCounts {
   unsigned Merged = 0;      // walks a range the loop bounds: one range check before it
   unsigned Coalesced = 0;   // folded into a check of the same base: earlier in its block, or
                             // a dominating one whose range holds it
+  unsigned Versioned = 0;   // in the copy of a loop entered after one wide check of the
+                            // ranges its bases can reach: none needed (GuardVersion.cpp)
+  unsigned VersionedLoops = 0, VersionedFunctions = 0; // loops and functions so copied
   unsigned Final = 0;       // guards left in the code (hoisted and merged ones included)
   unsigned naive() const { return Loads + Stores + Calls + Ranges; }
 };
 struct GuardOptions {
-  bool ValueRange = true, Redundant = true, Hoist = true, Merge = true, Coalesce = true;
+  bool ValueRange = true, Redundant = true, Hoist = true, Merge = true, Coalesce = true,
+       Version = true;
 };
 bool guardModule(llvm::Module &M, llvm::ModuleAnalysisManager &MAM, const GuardOptions &O,
                  GuardCounts &Counts);

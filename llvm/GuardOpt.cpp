@@ -1,8 +1,10 @@
 // CARAT's guard optimisations (section 4.1.1), applied in this order and counted for the
 // paper's Table 1:
 //  value range  an access proven inside a stack object or a global (dereferenceable at
-//               that point) needs no guard: those objects lie in regions checked at
-//               start-up (globals) or by the call guard that made the frame (stack);
+//               that point, or at an index whose range, from the conditions that
+//               dominate it and scalar evolution, keeps it inside) needs no guard: those
+//               objects lie in regions checked at start-up (globals) or by the call guard
+//               that made the frame (stack);
 //  redundant    a guard dominated by a guard of the same address with at least the same
 //               size and rights (the paper's AC/DC available-expression analysis, on SSA
 //               values: a dominating check of the same value is available);
@@ -22,6 +24,8 @@
 //               its range that it dominates.
 #include "Guards.h"
 
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Analysis/LazyValueInfo.h"
 #include "llvm/Analysis/Loads.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/MustExecute.h"
@@ -30,6 +34,7 @@
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
@@ -51,8 +56,55 @@ static bool hasDynamicStack(Function &F) {
   return false;
 }
 
+// The bytes of a global or static stack object, or 0 when not known for certain (a
+// declaration, a definition the linker may replace, a variable-sized alloca).
+static uint64_t objectSize(const Value *Obj, const DataLayout &DL) {
+  if (auto *GV = dyn_cast<GlobalVariable>(Obj)) {
+    if (GV->isDeclaration() || GV->isInterposable() || !GV->getValueType()->isSized())
+      return 0;
+    return DL.getTypeAllocSize(GV->getValueType()).getFixedValue();
+  }
+  // A stack object only up to the page the frame's call guard checked (Guards.cpp).
+  if (auto *AI = dyn_cast<AllocaInst>(Obj))
+    if (std::optional<TypeSize> S = AI->getAllocationSize(DL);
+        S && !S->isScalable() && S->getFixedValue() <= 4096)
+      return S->getFixedValue();
+  return 0;
+}
+
+// The offsets Ptr - Obj can have at At, through the GEPs from Obj to Ptr: each variable
+// index's range as LazyValueInfo (the conditions that dominate At: Oniguruma's
+// table[code] under code < 256) and scalar evolution (a byte index, a masked one) give it,
+// in wrapping 64-bit arithmetic, so whatever the GEPs' inbounds flags claim. A full set
+// when a step is not a GEP.
+static ConstantRange offsetRange(Value *Ptr, const Value *Obj, Instruction *At,
+                                 const DataLayout &DL, LazyValueInfo &LVI,
+                                 ScalarEvolution &SE) {
+  ConstantRange Full = ConstantRange::getFull(64), Total(APInt(64, 0));
+  Value *P = Ptr->stripPointerCasts();
+  while (P != Obj) {
+    auto *GEP = dyn_cast<GEPOperator>(P);
+    MapVector<Value *, APInt> Var;
+    APInt Const(64, 0);
+    if (!GEP || !GEP->collectOffset(DL, 64, Var, Const))
+      return Full;
+    ConstantRange R(Const);
+    for (auto &[V, Scale] : Var) {
+      if (!V->getType()->isIntegerTy())
+        return Full;
+      // GEP indices are sign-extended to the pointer's width.
+      ConstantRange VR = LVI.getConstantRange(V, At, false).sextOrTrunc(64).intersectWith(
+          SE.getSignedRange(SE.getSCEV(V)).sextOrTrunc(64));
+      R = R.add(VR.multiply(ConstantRange(Scale)));
+    }
+    Total = Total.add(R);
+    P = GEP->getPointerOperand()->stripPointerCasts();
+  }
+  return Total;
+}
+
 static void valueRange(Function &F, std::vector<Guard> &Gs, DominatorTree &DT,
-                       GuardCounts &C) {
+                       LazyValueInfo &LVI, ScalarEvolution &SE, GuardCounts &C) {
   const DataLayout &DL = F.getParent()->getDataLayout();
   for (Guard &G : Gs) {
     if (G.Removed || (G.K != Guard::Load && G.K != Guard::Store))
@@ -67,6 +119,17 @@ static void valueRange(Function &F, std::vector<Guard> &Gs, DominatorTree &DT,
     if (auto *GV = dyn_cast<GlobalVariable>(Obj); GV && GV->isConstant() && G.Access & Write)
       continue;   // a store to a constant: let the guard see it
     if (isDereferenceableAndAlignedPointer(G.Ptr, Ty, Align(1), DL, G.At, nullptr, &DT)) {
+      G.Removed = true;
+      C.ValueRange++;
+      continue;
+    }
+    // A variable index whose range keeps the access inside the object.
+    uint64_t Size = objectSize(Obj, DL);
+    if (!Size || G.Size > Size)
+      continue;
+    ConstantRange R = offsetRange(G.Ptr, Obj, G.At, DL, LVI, SE);
+    if (!R.isFullSet() && !R.isEmptySet() && R.getSignedMin().sge(0) &&
+        R.getSignedMax().sle(int64_t(Size - G.Size))) {
       G.Removed = true;
       C.ValueRange++;
     }
@@ -301,7 +364,7 @@ void exomem_carat::optimizeGuards(Function &F, FunctionAnalysisManager &FAM,
   ScalarEvolution &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
   bool DynStack = hasDynamicStack(F);
   if (O.ValueRange)
-    valueRange(F, Gs, DT, C);
+    valueRange(F, Gs, DT, FAM.getResult<LazyValueAnalysis>(F), SE, C);
   if (O.Redundant)
     C.Redundant += removeRedundant(Gs, DT, DynStack);
   if (O.Hoist) {

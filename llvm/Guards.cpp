@@ -39,6 +39,9 @@ std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL
       Guard G;
       G.At = &I;
       if (auto *LI = dyn_cast<LoadInst>(&I)) {
+        if (auto *GV = dyn_cast<GlobalVariable>(LI->getPointerOperand());
+            GV && GV->getName().starts_with("exo_carat_fast_"))
+          continue;   // a versioned loop's check reading the fast path (GuardVersion.cpp)
         G.K = Guard::Load;
         G.Ptr = LI->getPointerOperand();
         G.Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
@@ -103,9 +106,10 @@ struct Emitter {
   GlobalVariable *FastBase, *FastSpan;
   Function *ReadReg;
   MDNode *Unlikely;
-  // The fast path of the function being guarded, kept in two stack slots that are
-  // promoted to registers once every guard is in (null: read the globals at each guard).
-  AllocaInst *BaseSlot = nullptr, *SpanSlot = nullptr;
+  // The fast path of the function being guarded, kept in stack slots that are promoted to
+  // registers once every guard is in (null: read the globals at each guard): its base, its
+  // span, and the span less the runtime's minimum (below).
+  AllocaInst *BaseSlot = nullptr, *SpanSlot = nullptr, *LimitSlot = nullptr;
 
   explicit Emitter(Module &Mod) : M(Mod) {
     LLVMContext &C = M.getContext();
@@ -125,23 +129,29 @@ struct Emitter {
     return new GlobalVariable(M, I64, false, GlobalValue::ExternalLinkage, nullptr, Name);
   }
 
-  // Off = A - base; if (!(Off <= span - Len)) exo_carat_guard_slow(A, Len, Access, site).
-  // One unsigned compare for a constant Len up to the runtime's minimum span (the span
-  // never goes below it, so span - Len cannot wrap; a closed fast path has a base no
-  // access can have). Otherwise Off <= span && Len <= span - Off, and a Len that may be 0
-  // passes (memcpy(p, q, 0) touches nothing).
+  // Off = A - base; if (!(Off <= limit)) exo_carat_guard_slow(A, Len, Access, site), with
+  // limit = span - the runtime's minimum span, for a constant Len up to that minimum: one
+  // unsigned compare against one value for every such guard (the span never goes below
+  // the minimum, so limit cannot wrap; a closed fast path has a base no access can have).
+  // An access in the fast path's last 4 KiB fails it and is passed by the slow path's
+  // exact check. (Comparing with span - Len instead is exact, but costs a subtraction at
+  // each guard in functions where the span lives in a register.) Otherwise Off <= span
+  // && Len <= span - Off, and a Len that may be 0 passes (memcpy(p, q, 0) touches
+  // nothing).
   void check(Instruction *Before, Value *A, Value *Len, int Access, const Instruction &SiteOf,
              bool MaybeZero) {
     IRBuilder<> B(Before);
     Type *I64 = B.getInt64Ty();
     Value *Base = B.CreateLoad(I64, BaseSlot ? (Value *)BaseSlot : FastBase, "carat.base");
-    Value *Span = B.CreateLoad(I64, SpanSlot ? (Value *)SpanSlot : FastSpan, "carat.span");
     Value *Off = B.CreateSub(A, Base);
     Value *Ok;
     auto *CLen = dyn_cast<ConstantInt>(Len);
     if (CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero())) {
-      Ok = B.CreateICmpULE(Off, B.CreateSub(Span, Len));
+      Value *Limit = LimitSlot ? (Value *)B.CreateLoad(I64, LimitSlot, "carat.limit")
+                               : limitOf(B, B.CreateLoad(I64, FastSpan, "carat.span"));
+      Ok = B.CreateICmpULE(Off, Limit);
     } else {
+      Value *Span = B.CreateLoad(I64, SpanSlot ? (Value *)SpanSlot : FastSpan, "carat.span");
       Ok = B.CreateAnd(B.CreateICmpULE(Off, Span), B.CreateICmpULE(Len, B.CreateSub(Span, Off)));
       if (MaybeZero)
         Ok = B.CreateOr(Ok, B.CreateICmpEQ(Len, ConstantInt::get(I64, 0)));
@@ -157,7 +167,7 @@ struct Emitter {
   // every guard, so that the backend keeps them in registers through loops. Not in functions
   // with invoke (exception edges) or setjmp (registers are not restored by longjmp).
   void beginFunction(Function &F) {
-    BaseSlot = SpanSlot = nullptr;
+    BaseSlot = SpanSlot = LimitSlot = nullptr;
     if (F.callsFunctionThatReturnsTwice())
       return;
     for (BasicBlock &BB : F)
@@ -169,13 +179,18 @@ struct Emitter {
     Type *I64 = B.getInt64Ty();
     BaseSlot = B.CreateAlloca(I64, nullptr, "carat.base.slot");
     SpanSlot = B.CreateAlloca(I64, nullptr, "carat.span.slot");
+    LimitSlot = B.CreateAlloca(I64, nullptr, "carat.limit.slot");
     reload(B);
   }
+
+  Value *limitOf(IRBuilder<> &B, Value *Span) { return B.CreateSub(Span, B.getInt64(MinSpan)); }
 
   void reload(IRBuilder<> &B) {
     Type *I64 = B.getInt64Ty();
     B.CreateStore(B.CreateLoad(I64, FastBase), BaseSlot);
-    B.CreateStore(B.CreateLoad(I64, FastSpan), SpanSlot);
+    Value *Span = B.CreateLoad(I64, FastSpan);
+    B.CreateStore(Span, SpanSlot);
+    B.CreateStore(limitOf(B, Span), LimitSlot);
   }
 
   void endFunction(Function &F) {
@@ -192,8 +207,8 @@ struct Emitter {
         reload(B);
       }
     DominatorTree DT(F);
-    PromoteMemToReg({BaseSlot, SpanSlot}, DT);
-    BaseSlot = SpanSlot = nullptr;
+    PromoteMemToReg({BaseSlot, SpanSlot, LimitSlot}, DT);
+    BaseSlot = SpanSlot = LimitSlot = nullptr;
   }
 
   void emit(Guard &G) {
@@ -230,13 +245,26 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
   Emitter E(M);
   bool Changed = false;
+  BoundsKeepers Keep;
+  if (O.Version)
+    Keep = findBoundsKeepers(M);
   for (Function &F : M) {
     if (F.isDeclaration() || isRuntimeFunction(F))
       continue;
     prepareLoops(F, FAM);
+    std::set<const Instruction *> Covered;
+    if (O.Version) {
+      versionFunction(F, FAM, Keep, Covered, C);
+      versionLoops(F, FAM, Keep, Covered, C);
+    }
     std::vector<Guard> Gs = collectGuards(F, M.getDataLayout(), C);
     if (Gs.empty())
       continue;
+    for (Guard &G : Gs)
+      if (Covered.count(G.At)) {
+        G.Removed = true;
+        C.Versioned++;
+      }
     optimizeGuards(F, FAM, O, Gs, C);
     E.beginFunction(F);
     for (Guard &G : Gs)

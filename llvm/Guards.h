@@ -3,6 +3,7 @@
 
 #include "Carat.h"
 
+#include <set>
 #include <vector>
 
 namespace exomem_carat {
@@ -23,6 +24,22 @@ struct Guard {
 
 // Give every loop of F a preheader and dedicated exits (LoopSimplify).
 void prepareLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM);
+// Versioning (GuardVersion.cpp). The functions of M whose calls cannot reach the runtime
+// (so cannot change the fast path's bounds), taken before any code is changed.
+using BoundsKeepers = std::set<const llvm::Function *>;
+BoundsKeepers findBoundsKeepers(llvm::Module &M);
+// Copies loops whose accesses reach a bounded range from loop-invariant bases, entered
+// after one check of those ranges; Covered gets the accesses of those copies, which need
+// no guard. Counts the loops in C.
+void versionLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
+                  const BoundsKeepers &Keep, std::set<const llvm::Instruction *> &Covered,
+                  GuardCounts &C);
+// A function whose calls keep the bounds checks the ranges its accesses reach from its
+// arguments and globals at entry, and calls a guarded copy of itself if any is not inside
+// the fast path; Covered gets the accesses that need no guard.
+void versionFunction(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
+                     const BoundsKeepers &Keep, std::set<const llvm::Instruction *> &Covered,
+                     GuardCounts &C);
 std::vector<Guard> collectGuards(llvm::Function &F, const llvm::DataLayout &DL,
                                  GuardCounts &C);
 void optimizeGuards(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,

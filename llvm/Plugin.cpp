@@ -26,7 +26,7 @@ static cl::opt<bool> OptGuards("carat-guards", cl::init(false),
 static cl::opt<std::string>
     OptGuardOpt("carat-guard-opt", cl::init("all"),
                 cl::desc("exomem CARAT: guard optimisations: all, none, or a comma list of "
-                         "value-range,redundant,hoist,merge"));
+                         "value-range,redundant,hoist,merge,coalesce,version"));
 static cl::opt<bool> OptVas("carat-vas", cl::init(false),
                             cl::desc("exomem CARAT: SpaceJMP VAS-safety checks"));
 static cl::opt<std::string>
@@ -63,7 +63,7 @@ static GuardOptions parseGuardOpt(StringRef S) {
   GuardOptions O;
   if (S == "all")
     return O;
-  O.ValueRange = O.Redundant = O.Hoist = O.Merge = O.Coalesce = false;
+  O.ValueRange = O.Redundant = O.Hoist = O.Merge = O.Coalesce = O.Version = false;
   SmallVector<StringRef, 4> Parts;
   S.split(Parts, ',', -1, false);
   for (StringRef P : Parts) {
@@ -77,6 +77,8 @@ static GuardOptions parseGuardOpt(StringRef S) {
       O.Merge = true;
     else if (P == "coalesce")
       O.Coalesce = true;
+    else if (P == "version")
+      O.Version = true;
     else if (P != "none")
       errs() << "exomem carat: unknown -carat-guard-opt part '" << P << "' (ignored)\n";
   }
@@ -100,6 +102,8 @@ static void writeStats(Module &M, const TrackCounts &T, const GuardCounts &G,
      << ",\"guards_naive\":" << G.naive() << ",\"opt_value_range\":" << G.ValueRange
      << ",\"opt_redundant\":" << G.Redundant << ",\"opt_hoisted\":" << G.Hoisted
      << ",\"opt_merged\":" << G.Merged << ",\"opt_coalesced\":" << G.Coalesced
+     << ",\"opt_versioned\":" << G.Versioned << ",\"versioned_loops\":" << G.VersionedLoops
+     << ",\"versioned_functions\":" << G.VersionedFunctions
      << ",\"guards_final\":" << G.Final
      << ",\"vas_derefs\":" << V.Derefs << ",\"vas_safe\":" << V.ProvenSafe
      << ",\"vas_checked\":" << V.Checked << ",\"vas_unsafe\":" << V.Unsafe << "}\n";

@@ -44,6 +44,14 @@ else
         [ "$(stat "$dir/g.json" $k)" -ge 1 ] 2>/dev/null || bad "$k found nothing in guard_counts.c"
     done
 fi
+# Value range with variable indices: the two bounded table reads lose their guards, the
+# unbounded one and *p keep theirs.
+EXOMEM_CARAT_PARTS=guards EXOMEM_CARAT_GUARD_OPT=value-range EXOMEM_CARAT_STATS=$dir/gr.json \
+    "$cc" "${flags[@]}" -c "$src/tests/carat/guard_ranges.c" -o "$dir/gr.o" || bad "guard_ranges.c did not build"
+if [ $sanitized = no ]; then
+    [ "$(stat "$dir/gr.json" guard_loads)" = 4 ] && [ "$(stat "$dir/gr.json" opt_value_range)" = 2 ] &&
+        [ "$(stat "$dir/gr.json" guards_final)" = 2 ] || bad "guard_ranges counts: $(cat "$dir/gr.json")"
+fi
 # Inserted guards are real code: a guard reads the fast-path bounds.
 nm "$dir/g.o" | grep -q "U exo_carat_fast_base" || bad "no inline guard in guard_counts.o"
 
@@ -74,6 +82,33 @@ rc=$?
 line=$(grep -n "the coalesced read" "$src/tests/carat/violation.c" | cut -d: -f1)
 grep -q "guard violation: read of 16 bytes at .*violation.c:$line" "$dir/f.err" ||
     bad "violation (fields) report: $(cat "$dir/f.err")"
+
+# Versioned loops and functions: guards dropped only behind a check of the whole range the
+# accesses can reach; a violation in each must still be caught, at its own line.
+EXOMEM_CARAT_PARTS=track,escapes,guards EXOMEM_CARAT_STATS=$dir/gv.json "$cc" "${flags[@]}" \
+    "$src/tests/carat/guard_version.c" -o "$dir/guard_version" || bad "guard_version.c did not build"
+echo "versioning: $(stat "$dir/gv.json" versioned_loops) loops, $(stat "$dir/gv.json" versioned_functions)" \
+     "functions, $(stat "$dir/gv.json" opt_versioned) guards dropped"
+if [ $sanitized = no ]; then
+    [ "$(stat "$dir/gv.json" versioned_loops)" -ge 2 ] || bad "run_length's or weigh's loop was not versioned"
+    [ "$(stat "$dir/gv.json" versioned_functions)" -ge 1 ] || bad "compare4 was not versioned"
+    # run_length's and weigh's reads, compare4's eight
+    [ "$(stat "$dir/gv.json" opt_versioned)" -ge 10 ] || bad "opt_versioned $(stat "$dir/gv.json" opt_versioned), want >= 10"
+fi
+EXOMEM_CARAT_PARTS=guards EXOMEM_CARAT_GUARD_OPT=value-range,redundant,hoist,merge,coalesce \
+    EXOMEM_CARAT_STATS=$dir/gv0.json "$cc" "${flags[@]}" -c "$src/tests/carat/guard_version.c" \
+    -o "$dir/gv0.o" || bad "guard_version.c (no versioning) did not build"
+[ "$(stat "$dir/gv0.json" opt_versioned)" = 0 ] || bad "versioning ran when not asked for"
+"$dir/guard_version" >/dev/null || bad "guard_version failed"
+for m in loop:read weigh:weighing function:compare; do
+    line=$(grep -n "the versioned ${m#*:}" "$src/tests/carat/guard_version.c" | cut -d: -f1)
+    m=${m%:*}
+    ASAN_OPTIONS=handle_segv=0 "$dir/guard_version" $m 2>"$dir/gv-$m.err"
+    rc=$?
+    [ $rc = 139 ] || bad "guard_version $m: exit $rc, want 139 (SIGSEGV)"
+    grep -q "guard violation: read of 1 bytes at .* (at offset 4096 of the [0-9]*-byte heap allocation .*) at .*guard_version.c:$line" "$dir/gv-$m.err" ||
+        bad "guard_version $m report: $(cat "$dir/gv-$m.err")"
+done
 
 # SpaceJMP VAS safety: the dereference after switching away is warned about at its line and
 # checked at run time; the ones in the pointer's own VAS, and through vcast, are not.

@@ -375,7 +375,7 @@ def emit_guard_counts(name, mode, stats):
     programs left out), summed."""
     keys = ("guard_loads", "guard_stores", "guard_calls", "guard_ranges", "guards_naive",
             "opt_value_range", "opt_redundant", "opt_hoisted", "opt_merged", "opt_coalesced",
-            "guards_final")
+            "opt_versioned", "guards_final")
     total = {k: 0 for k in keys}
     modules = 0
     for s in stats:

@@ -168,13 +168,14 @@ void exo_carat_hook_copy(void *dst, const void *src, uint64_t len);
 void exo_carat_hook_rearranged(void *base, uint64_t len);
 
 /* The guard's slow path, called by inline guards when [addr, addr + len) is outside the
- * one-region fast path; returns if the access is allowed, else reports and raises SIGSEGV. */
+ * one-region fast path (or, for a constant len, in its last EXO_CARAT_FAST_MIN_SPAN bytes);
+ * returns if the access is allowed, else reports and raises SIGSEGV. */
 void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char *site);
 /* The one-region fast path the inline guards compare with: an access [a, a + len) with
  * a - exo_carat_fast_base <= exo_carat_fast_span - len (unsigned) needs no call. The span is
- * never below EXO_CARAT_FAST_MIN_SPAN, so that a constant len up to it needs that one
- * compare; when there is no fast path the base is EXO_CARAT_FAST_CLOSED, an address no
- * access can have. */
+ * never below EXO_CARAT_FAST_MIN_SPAN, so that a constant len up to it needs one compare,
+ * with exo_carat_fast_span - EXO_CARAT_FAST_MIN_SPAN (the same for every such access); when
+ * there is no fast path the base is EXO_CARAT_FAST_CLOSED, an address no access can have. */
 extern uintptr_t exo_carat_fast_base, exo_carat_fast_span;
 #define EXO_CARAT_FAST_MIN_SPAN ((uintptr_t)4096)
 #define EXO_CARAT_FAST_CLOSED ((uintptr_t)1 << 63)

@@ -1,0 +1,120 @@
+/* Versioned loops and functions (GuardVersion.cpp): code whose accesses reach a bounded
+ * range from a base (a 32-bit index that may wrap, as in bzip2's mainGtU) runs without
+ * their guards only after one check that the whole range lies in the fast path; otherwise
+ * its guarded copy runs. test_carat.sh checks the plugin's counts for this module, and:
+ *   (no argument)  with the default region both give the right answers (the copies
+ *                  without guards run);
+ *   loop           one region ending inside a block: the run length's loop reads past
+ *                  it and must be stopped at "the versioned read";
+ *   weigh          a loop that calls a function that calls nothing reads past it, with
+ *                  a second region (no fast path; it holds the stack the call needs):
+ *                  stopped at "the versioned weighing";
+ *   function       the same for the call-free comparison, at "the versioned compare". */
+#include "carat_check.h"
+
+#include <exomem/carat.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A loop with a data-dependent exit and an unsigned index that may wrap: no trip count to
+ * merge over, but every block[i] lies in [block, block + 4 GiB). The call into the runtime
+ * before the loop (it could change the regions) keeps the function from being versioned
+ * whole, so the loop itself is. */
+static __attribute__((noinline)) unsigned run_length(const unsigned char *block, unsigned i)
+{
+    if (exo_carat_region_lookup((uintptr_t)block, 1) == 0)
+        return 0;
+    unsigned start = i;
+    unsigned char c = block[i];
+    while (block[i] == c)   /* the versioned read */
+        i++;
+    return i - start;
+}
+
+/* A call to a function of the module that calls nothing cannot change the regions: the
+ * loop that makes it is versioned all the same. */
+static __attribute__((noinline)) unsigned weight(unsigned char c)
+{
+    return c == 'a' ? 1 : c == 'c' ? 3 : 2;
+}
+
+static __attribute__((noinline)) unsigned weigh(const unsigned char *block, unsigned i)
+{
+    if (exo_carat_region_lookup((uintptr_t)block, 1) == 0)
+        return 0;
+    unsigned w = 0;
+    while (block[i] != 'b')   /* the versioned weighing */
+        w += weight(block[i++]);
+    return w;
+}
+
+/* No call: versioned whole (four compares at block[i1 + k] and block[i2 + k]). */
+static __attribute__((noinline)) int compare4(const unsigned char *block, unsigned i1,
+                                              unsigned i2)
+{
+    for (unsigned k = 0; k < 4; k++)
+        if (block[i1 + k] != block[i2 + k])   /* the versioned compare */
+            return block[i1 + k] > block[i2 + k];
+    return 0;
+}
+
+/* Computed gotos take their targets from a table of block addresses, which would still
+ * name the original blocks from a copy: neither this call-free function nor its dispatch
+ * loop is copied. */
+static __attribute__((noinline)) unsigned threaded(const unsigned char *code)
+{
+    static const void *const ops[] = { &&add, &&dbl, &&end };
+    unsigned acc = 0, i = 0;
+    goto *ops[code[i]];
+add:
+    acc += code[i + 1] + code[i + 2] + code[i + 3];
+    i += 4;
+    goto *ops[code[i]];
+dbl:
+    acc *= 2;
+    i += 1;
+    goto *ops[code[i]];
+end:
+    return acc;
+}
+
+static const unsigned char program[] = { 0, 1, 2, 3, 1, 0, 4, 5, 6, 1, 2 };   /* 54 */
+
+int main(int argc, char **argv)
+{
+    unsigned char *block = aligned_alloc(4096, 8192);
+    CHECK(block);
+    memset(block, 'a', 8192);
+    block[8000] = 'b';
+    block[100] = 'c';
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!*mode) {
+        CHECK(threaded(program) == 54);
+        CHECK(run_length(block, 200) == 7800);
+        CHECK(weigh(block, 90) == 7910 + 2);   /* 7909 'a's and one 'c' */
+        CHECK(compare4(block, 99, 98) == 1);   /* "ca" > "aa" */
+        CHECK(compare4(block, 98, 99) == 0 && compare4(block, 200, 300) == 0);
+        printf("guard_version: %u %d\n", run_length(block, 8000), compare4(block, 96, 97));
+        return 0;
+    }
+    /* The bytes from block + 4096 to block + 8192 refused. "loop": one region, from the
+     * bottom of the address space to there (the fast path is open, but no base's 4 GiB
+     * reach fits in it); the others: that region and one from the block's end up, which
+     * holds the stack (no fast path at all). */
+    uintptr_t b = (uintptr_t)block;
+    const int all = EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC;
+    struct exo_carat_region r[2] = {
+        { 4096, b, all }, { b + 8192, ((uintptr_t)1 << 47) - b - 8192, all },
+    };
+    CHECK(exo_carat_set_regions(r, strcmp(mode, "loop") == 0 ? 1 : 2) == 0);
+    CHECK(exo_carat_region_lookup(b + 4095, 1) != 0 && exo_carat_region_lookup(b + 4096, 1) == 0);
+    if (strcmp(mode, "loop") == 0)
+        return (int)run_length(block, 200);         /* reads on to block[4096] */
+    if (strcmp(mode, "weigh") == 0)
+        return (int)weigh(block, 300);
+    if (strcmp(mode, "function") == 0) {
+        CHECK(threaded(program) == 54);             /* no fast path: nothing skips a guard */
+        return compare4(block, 4094, 4090);         /* block[4096] is its third pair */
+    }
+    return 2;
+}
