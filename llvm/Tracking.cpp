@@ -167,10 +167,6 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
   }
 }
 
-// A stored value can point into a tracked allocation unless it is a constant (null, a
-// global, a function: never moved).
-bool mayPointIntoHeap(Value *V) { return !isa<Constant>(V->stripPointerCasts()); }
-
 // The pointer a stored integer came from (p2i), or null.
 Value *storedPointer(Value *V) {
   if (V->getType()->isPointerTy())
@@ -230,10 +226,30 @@ bool mayCarryPointer(Value *V, const DataLayout &DL) {
   return false;
 }
 
-bool isLocalSlot(Value *Ptr, const SmallPtrSetImpl<AllocaInst *> &Escaping) {
-  auto *AI = dyn_cast<AllocaInst>(getUnderlyingObject(Ptr));
-  // A store into a stack slot whose address never escapes: the move scans stacks anyway.
-  return AI && !Escaping.count(AI);
+// Does Ptr point into a stack object of this function, whichever way the phis and selects
+// before it go? A store there needs no escape hook, escaping or not: a move scans every
+// stopped thread's stack from its stack pointer up and patches the words there, and a frame
+// of this function is live on the storing thread's stack while it stores. (A stack of a
+// suspended user-level context, makecontext's, is no thread's and is not scanned: the same
+// limit the stores into private stack slots always had.)
+bool onOwnStack(Value *Ptr) {
+  SmallVector<const Value *, 4> Objs;
+  getUnderlyingObjects(Ptr, Objs);
+  return !Objs.empty() &&
+         all_of(Objs, [](const Value *O) { return isa<AllocaInst>(O); });
+}
+
+// A stored pointer can point into a tracked allocation unless each of its underlying
+// objects is a constant (null, a global, a function: never moved) or a stack object (never
+// moved, and in no tracked allocation: the runtime drops such values anyway).
+bool mayPointIntoHeap(Value *V) {
+  if (isa<Constant>(V->stripPointerCasts()))
+    return false;
+  SmallVector<const Value *, 4> Objs;
+  getUnderlyingObjects(V, Objs);
+  return Objs.empty() || any_of(Objs, [](const Value *O) {
+           return !isa<AllocaInst>(O) && !isa<Constant>(O);
+         });
 }
 
 void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes,
@@ -299,7 +315,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
     // the value to be stored in a register it patches. After the store, a move in between
     // would miss the slot.
     for (StoreInst *SI : Stores) {
-      if (isLocalSlot(SI->getPointerOperand(), EscapingAllocas))
+      if (onOwnStack(SI->getPointerOperand()))
         continue;
       Value *V = SI->getValueOperand();
       Value *P = storedPointer(V);
@@ -343,7 +359,10 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
       B.CreateCall(R.Rearranged, {CB->getArgOperand(0), Len});
       C.Copies++;
     }
+    // A copy into a stack object of this function, like a store there, needs no hook.
     for (CallBase *CB : CopyCalls) {
+      if (onOwnStack(CB->getArgOperand(0)))
+        continue;
       IRBuilder<> B(CB);
       B.CreateCall(R.Copy, {CB->getArgOperand(0), CB->getArgOperand(1),
                             B.CreateZExtOrTrunc(CB->getArgOperand(2), B.getInt64Ty())});
@@ -351,7 +370,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
     }
     for (MemTransferInst *MT : Copies) {
       auto *Len = dyn_cast<ConstantInt>(MT->getLength());
-      if (Len && Len->getZExtValue() < 8)
+      if ((Len && Len->getZExtValue() < 8) || onOwnStack(MT->getRawDest()))
         continue;
       IRBuilder<> B(MT);
       B.CreateCall(R.Copy, {MT->getRawDest(), MT->getRawSource(),
