@@ -72,6 +72,9 @@ struct cache_entry {
 };
 
 struct alloc_table {
+    uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter (also
+                              * read without the lock by the escape hook, and by the plugin's
+                              * inline code: first, and stored atomically) */
     /* By interior address: small blocks in page bitmaps (page_index.h), big ones (and small
      * ones without memory for bitmaps) in a treap, small unaligned ones in an array. */
     struct page_index pages;
@@ -92,8 +95,6 @@ struct alloc_table {
      * where the tree takes a cache miss per level. */
     struct addr_map by_base;
     uint64_t count;
-    uintptr_t lo, hi;        /* every allocation lies in [lo, hi): a cheap first filter (also
-                              * read without the lock by the escape hook: stored atomically) */
     uint64_t bytes;          /* memory of nodes and escape sets (see alloc_table_bytes) */
     uint64_t peak_bytes;     /* the most exo_carat_alloc_table_bytes has been */
     /* The heap allocation with the most escapes, kept as escapes are added, so that a mover

@@ -6,19 +6,25 @@
 
 #include <exomem/carat.h>
 #include "carat/alloc_table.h"
+#include "carat/carat_abi.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* For the code that reads the program's memory conservatively (stacks, stale slots). */
 #define CARAT_NO_ASAN __attribute__((no_sanitize_address, no_sanitize("undefined")))
 
 /* Escapes are logged per thread and applied to the table in batches (as the paper does):
- * the map changes fast, the log is cheap, and a move flushes every log first. */
-#define CARAT_LOG_CAP 2048
+ * the map changes fast, the log is cheap, and a move flushes every log first. The plugin
+ * appends to the log inline (carat_abi.h): an entry is written slot first, then value, and
+ * counted last, with no call and no "in the runtime" bracket, so a move may stop the thread
+ * half-way. Every entry at or past n is zero (a flush clears what it applied), so the mover
+ * can tell what the entry at n holds (exo_carat_claim_inflight). */
+#define CARAT_LOG_CAP EXO_CARAT_ABI_LOG_CAP
 struct escape_entry {
     uintptr_t slot, value;
 };
@@ -28,34 +34,49 @@ struct carat_tls;
 struct carat_thread {
     struct escape_entry log[CARAT_LOG_CAP];
     uint32_t n;
-    /* Stack objects this thread registered and released since (a shared counter costs a
-     * locked add per call of functions like oniguruma's match_at); the live ones are its
-     * tls's stack_depth. Counted at release, once a frame: registering, eleven times per
-     * call of match_at, then touches nothing but the thread's own stack-object array. */
-    uint64_t stack_objects;
+    /* Stack objects this thread registered and released since: its tls's stack_released
+     * (a shared counter costs a locked add per call of functions like oniguruma's match_at);
+     * the live ones are its tls's stack_depth. */
+    /* An entry a stopped thread had half written (its value, not yet its slot), found by
+     * exo_carat_claim_inflight: a move patches its value like a register. NULL: none. */
+    struct escape_entry *partial;
     const struct carat_tls *tls;   /* the thread's: read by exo_carat_get_stats */
     struct carat_thread *next, *prev;
 };
+_Static_assert(sizeof(struct escape_entry) == EXO_CARAT_ABI_ENTRY_BYTES &&
+                   offsetof(struct escape_entry, slot) == EXO_CARAT_ABI_ENTRY_SLOT &&
+                   offsetof(struct escape_entry, value) == EXO_CARAT_ABI_ENTRY_VALUE &&
+                   offsetof(struct carat_thread, n) == EXO_CARAT_ABI_THREAD_N,
+               "the escape log's layout is what the plugin's inline append writes");
 
 /* Stack objects whose address escapes are kept per thread, not in the shared table: they
  * never move, and a function called at every position of a text (oniguruma's match_at
  * registers eleven) would otherwise insert and remove table nodes under the runtime's
- * lock at every call. The newest CARAT_STACK_OBJS are recorded; deeper ones only counted. */
-#define CARAT_STACK_OBJS 256
+ * lock at every call. The newest CARAT_STACK_OBJS are recorded; deeper ones only counted.
+ * The plugin registers them inline (carat_abi.h). */
+#define CARAT_STACK_OBJS EXO_CARAT_ABI_STACK_OBJS
 struct carat_stack_obj {
     uintptr_t base, size;
     const char *site;
 };
 
 struct carat_tls {
-    volatile sig_atomic_t in_runtime;     /* depth: a park request waits until it is 0 */
-    uint32_t stack_depth;                 /* live stack objects of this thread */
-    struct carat_stack_obj stack_objs[CARAT_STACK_OBJS];
-    volatile sig_atomic_t park_pending;   /* one came while in_runtime */
     struct carat_thread *thread;          /* NULL until the thread's first escape */
     uintptr_t stack_lo, stack_end;        /* its stack, found then (0, 0: not known) */
+    uint32_t stack_depth;                 /* live stack objects of this thread */
+    volatile sig_atomic_t in_runtime;     /* depth: a park request waits until it is 0 */
+    volatile sig_atomic_t park_pending;   /* one came while in_runtime */
     uint32_t parked_epoch;                /* the last stop this thread arrived at */
+    uint64_t stack_released;              /* stack objects registered and released since */
+    struct carat_stack_obj stack_objs[CARAT_STACK_OBJS];
 };
+_Static_assert(offsetof(struct carat_tls, thread) == EXO_CARAT_ABI_TLS_THREAD &&
+                   offsetof(struct carat_tls, stack_lo) == EXO_CARAT_ABI_TLS_STACK_LO &&
+                   offsetof(struct carat_tls, stack_end) == EXO_CARAT_ABI_TLS_STACK_END &&
+                   offsetof(struct carat_tls, stack_depth) == EXO_CARAT_ABI_TLS_STACK_DEPTH &&
+                   offsetof(struct carat_tls, stack_objs) == EXO_CARAT_ABI_TLS_STACK_OBJS &&
+                   sizeof(struct carat_stack_obj) == EXO_CARAT_ABI_STACK_OBJ_BYTES,
+               "the thread-local layout is what the plugin's inline code reads and writes");
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 
 struct carat_counters {
@@ -64,12 +85,17 @@ struct carat_counters {
 };
 
 struct carat_runtime {
+    struct alloc_table table;        /* first: the plugin reads its bounds (carat_abi.h) */
     pthread_mutex_t lock;            /* the table, the thread list, the logs' flushes */
-    struct alloc_table table;
     struct carat_thread *threads;
     struct carat_counters count;
 };
 extern struct carat_runtime exo_carat;
+_Static_assert(offsetof(struct carat_runtime, table) + offsetof(struct alloc_table, lo) ==
+                       EXO_CARAT_ABI_RUNTIME_LO &&
+                   offsetof(struct carat_runtime, table) + offsetof(struct alloc_table, hi) ==
+                       EXO_CARAT_ABI_RUNTIME_HI,
+               "the table's bounds are where the plugin's inline filter reads them");
 
 /* ---- the quarantine of old copies (quarantine.c, EXOMEM_CARAT_QUARANTINE) ---- */
 
@@ -114,6 +140,10 @@ static inline void carat_leave(void)
 /* Apply every registered thread's escape log to the table (lock held). Only while the
  * world is stopped: a running thread appends to its log without the lock. */
 void exo_carat_flush_all(void);
+/* World stopped, lock held, before the logs are read: a thread stopped inside the plugin's
+ * inline append has written its entry at log[n] and not counted it; count it now, so that
+ * it is applied (and kept, if it is a store into the block that moves) like the others. */
+void exo_carat_claim_inflight(void);
 /* Apply the calling thread's own log (lock held). Queries made while threads run use this:
  * what other threads logged since their last flush is not in the table yet. */
 void exo_carat_flush_own(void);

@@ -26,8 +26,9 @@ static void thread_gone(void *p)
     pthread_mutex_lock(&exo_carat.lock);
     exo_carat_flush_thread(t, true);   /* its stores are done */
     atomic_fetch_add_explicit(&exo_carat.count.stack_objects,
-                              t->stack_objects + exo_carat_tls.stack_depth,
+                              exo_carat_tls.stack_released + exo_carat_tls.stack_depth,
                               memory_order_relaxed);
+    exo_carat_tls.stack_released = 0;
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -188,16 +189,26 @@ void exo_carat_flush_thread(struct carat_thread *t, bool settled)
     uint32_t mask = 15;
     while (mask + 1 < 2 * n)
         mask = 2 * mask + 1;
-    uint32_t m = 0;
-    for (uint32_t i = n; i-- > 0;)
-        if (!seen_before(t->log[i].slot, mask))
+    /* A zero slot is an entry the mover applied already (a thread it stopped in the inline
+     * append counts it after resuming) or cleared by a flush the count raced with. */
+    uint32_t m = 0, logged = 0;
+    for (uint32_t i = n; i-- > 0;) {
+        uintptr_t slot = t->log[i].slot;
+        if (!slot)
+            continue;
+        logged++;
+        if (!seen_before(slot, mask))
             survivor[m++] = i;
+    }
     for (uint32_t k = 0; k < m; k += FLUSH_GROUP)
         apply_survivors(t, k, m - k < FLUSH_GROUP ? m : k + FLUSH_GROUP, settled);
     /* Every flush holds the lock: a plain add, no locked instruction (readers only need a
      * count that is not torn). */
     uint64_t total = atomic_load_explicit(&exo_carat.count.escapes, memory_order_relaxed);
-    atomic_store_explicit(&exo_carat.count.escapes, total + n, memory_order_relaxed);
+    atomic_store_explicit(&exo_carat.count.escapes, total + logged, memory_order_relaxed);
+    /* Cleared, so that every entry past n is zero again (carat_internal.h): the mover then
+     * knows an entry at n for one a stopped thread is writing. */
+    memset(t->log, 0, n * sizeof t->log[0]);
     t->n = 0;
 }
 
@@ -205,6 +216,26 @@ void exo_carat_flush_own(void)
 {
     if (exo_carat_tls.thread)
         exo_carat_flush_thread(exo_carat_tls.thread, true);
+}
+
+void exo_carat_claim_inflight(void)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next) {
+        uint32_t n = t->n;
+        t->partial = NULL;
+        if (n == CARAT_LOG_CAP)
+            continue;
+        /* The append writes the value, then the slot, then n + 1 (hook_escape, and the
+         * plugin's inline copy of it). A slot written means the entry is whole; the thread
+         * will store n + 1 itself when it resumes, over whatever a flush left in n, and find
+         * the entry cleared. A value alone is a half-written entry: the mover patches that
+         * word like a register (the thread writes the slot, from a register the move patches
+         * too, and counts the entry). */
+        if (t->log[n].slot)
+            t->n = n + 1;
+        else if (t->log[n].value)
+            t->partial = &t->log[n];
+    }
 }
 
 void exo_carat_flush_all(void)
@@ -398,9 +429,9 @@ EXO_API void exo_carat_hook_stack_release(void *frame_end, uint64_t n)
     if (d <= CARAT_STACK_OBJS)
         while (d > 0 && t->stack_objs[d - 1].base < (uintptr_t)frame_end)
             d--;
-    struct carat_thread *me = my_thread();
-    if (me)   /* read by exo_carat_get_stats while this thread runs */
-        __atomic_store_n(&me->stack_objects, me->stack_objects + (was - d), __ATOMIC_RELAXED);
+    /* Registered, so that exo_carat_get_stats finds the count (and thread_gone adds it up). */
+    if (__builtin_expect(t->thread != NULL, 1) || my_thread())
+        __atomic_store_n(&t->stack_released, t->stack_released + (was - d), __ATOMIC_RELAXED);
     else
         atomic_fetch_add_explicit(&exo_carat.count.stack_objects, was - d, memory_order_relaxed);
     t->stack_depth = d;
@@ -417,6 +448,18 @@ static const struct carat_stack_obj *own_stack_obj(uintptr_t addr)
     return NULL;
 }
 
+/* Append to t's log, in the order exo_carat_claim_inflight expects of an append a move may
+ * interrupt: value, slot, count (the plugin's inline append does the same). */
+static inline void log_append(struct carat_thread *t, uintptr_t slot, uintptr_t value)
+{
+    uint32_t n = t->n;
+    t->log[n].value = value;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->log[n].slot = slot;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->n = n + 1;
+}
+
 /* The escape hook's rare cases: the thread's first escape, a full log, no memory for a log.
  * Out of line, so that the common case saves no registers. */
 static __attribute__((noinline)) void escape_slow(uintptr_t slot, uintptr_t value)
@@ -431,9 +474,7 @@ static __attribute__((noinline)) void escape_slow(uintptr_t slot, uintptr_t valu
     if (t) {
         /* Into the log even after a flush: this store is not done yet (the hook comes
          * first), so its slot must not be where a purge can see it. */
-        t->log[t->n].slot = slot;
-        t->log[t->n].value = value;
-        t->n++;
+        log_append(t, slot, value);
     } else {
         pthread_mutex_lock(&exo_carat.lock);
         exo_carat_note_escape(slot, value, false);
@@ -467,11 +508,8 @@ EXO_API void exo_carat_hook_escape(void *slot, const void *value)
         escape_slow((uintptr_t)slot, (uintptr_t)value);
         return;
     }
-    carat_enter();   /* a move must not find the entry written and not yet counted */
-    t->log[t->n].slot = (uintptr_t)slot;
-    t->log[t->n].value = (uintptr_t)value;
-    t->n++;
-    carat_leave();
+    /* No bracket: a move that stops the thread half-way finds the entry (claim_inflight). */
+    log_append(t, (uintptr_t)slot, (uintptr_t)value);
 }
 
 /* Does any word the copy scans (at 8-byte offsets of src) look like a pointer into
@@ -583,7 +621,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
      * logged since (read while they run: a count, not a snapshot). */
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next) {
         st->escapes_total += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
-        st->stack_objects_total += __atomic_load_n(&t->stack_objects, __ATOMIC_RELAXED) +
+        st->stack_objects_total += __atomic_load_n(&t->tls->stack_released, __ATOMIC_RELAXED) +
                                    __atomic_load_n(&t->tls->stack_depth, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&exo_carat.lock);

@@ -332,6 +332,15 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *u
 #endif
 }
 
+/* A log entry a stopped thread had half written (exo_carat_claim_inflight) holds the value
+ * it is about to store, which the move patches in its registers: that word follows. */
+static void patch_partial_entries(struct patch *p)
+{
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        if (t->partial)
+            patch_word(p, &t->partial->value);
+}
+
 /* Keep the escape map right after the copy: slots that were inside the old block are now
  * at the same offset in the new one, and the new block's pointers are escapes of theirs.
  * One pass over the set (a block of 2 MB holds 250,000 pointers to itself); without memory
@@ -550,6 +559,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
      * alone say what each slot was last given. Applied after the move's own scan of the
      * new block (as they once were), an old logged store would replace the value the scan
      * found, and the next move would leave that slot unpatched. */
+    exo_carat_claim_inflight();
     if (!keep_inner_logged(base, span)) {
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
@@ -569,6 +579,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
+    patch_partial_entries(&p);
     if (p.derived) {
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
@@ -589,6 +600,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
+    patch_partial_entries(&p);
     uint64_t t4 = exo_os_now_ns();
     memcpy(dest, (void *)base, span);
     /* The copy may have a few usable bytes more than span (a bigger chunk was the best
