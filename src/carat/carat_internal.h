@@ -74,8 +74,13 @@ _Static_assert(offsetof(struct carat_tls, thread) == EXO_CARAT_ABI_TLS_THREAD &&
                    offsetof(struct carat_tls, stack_lo) == EXO_CARAT_ABI_TLS_STACK_LO &&
                    offsetof(struct carat_tls, stack_end) == EXO_CARAT_ABI_TLS_STACK_END &&
                    offsetof(struct carat_tls, stack_depth) == EXO_CARAT_ABI_TLS_STACK_DEPTH &&
+                   offsetof(struct carat_tls, stack_released) ==
+                       EXO_CARAT_ABI_TLS_STACK_RELEASED &&
                    offsetof(struct carat_tls, stack_objs) == EXO_CARAT_ABI_TLS_STACK_OBJS &&
-                   sizeof(struct carat_stack_obj) == EXO_CARAT_ABI_STACK_OBJ_BYTES,
+                   sizeof(struct carat_stack_obj) == EXO_CARAT_ABI_STACK_OBJ_BYTES &&
+                   offsetof(struct carat_stack_obj, base) == EXO_CARAT_ABI_STACK_OBJ_BASE &&
+                   offsetof(struct carat_stack_obj, size) == EXO_CARAT_ABI_STACK_OBJ_SIZE &&
+                   offsetof(struct carat_stack_obj, site) == EXO_CARAT_ABI_STACK_OBJ_SITE,
                "the thread-local layout is what the plugin's inline code reads and writes");
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 

@@ -9,8 +9,10 @@
 #include <malloc.h>
 #include <string.h>
 
-struct carat_runtime exo_carat = { .lock = PTHREAD_MUTEX_INITIALIZER };
-_Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
+/* Both visible to the program and its shared libraries: the plugin's inline code reads and
+ * writes them (carat_abi.h), from a library built with exomem-cc too. */
+EXO_API struct carat_runtime exo_carat = { .lock = PTHREAD_MUTEX_INITIALIZER };
+EXO_API _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 _Atomic bool exo_carat_ready;
 
 static pthread_key_t thread_key;
@@ -244,16 +246,49 @@ void exo_carat_flush_all(void)
         exo_carat_flush_thread(t, false);
 }
 
+/* The allocation v points into, given the one the previous word of a scan pointed into
+ * (NULL: none): the words of a copy mostly point into one block (a matcher's saved
+ * positions in its text), and that test spares a lookup per word (oniguruma copies its
+ * backtracking stack out of its frame at every search). Only an address strictly inside
+ * last is taken from it: one past its end may be the next block's start, which target_of
+ * prefers. The scans change escape sets only, never the table, so last stays valid. */
+static inline struct alloc *target_near(struct alloc *last, uintptr_t v)
+{
+    if (last && v - last->base < last->size)
+        return last;
+    return target_of(v);
+}
+
+/* Do all of [dst, dst + len) lie in one tracked allocation? (A copy's destination is
+ * usually one block: its slots are then not looked up one by one.) */
+static bool within_one_alloc(uintptr_t dst, uint64_t len)
+{
+    const struct alloc *d = exo_carat_alloc_table_find(&exo_carat.table, dst);
+    return d && len <= d->base + d->size - dst;
+}
+
 CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len)
 {
     uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
+    bool dst_in_alloc = within_one_alloc(dst, len);
+    struct alloc *last = NULL;
     /* Words at 8-byte offsets from the start: a copy keeps offsets, and pointers in the
      * copied data sit at aligned offsets of its source. */
     for (uint64_t off = 0; off + 8 <= len; off += 8) {
         uintptr_t v;
         memcpy(&v, (const void *)(src + off), sizeof v);
-        if (v >= lo && v < hi)
-            exo_carat_note_escape(dst + off, v, false);   /* dst may not be written yet */
+        if (v < lo || v >= hi)
+            continue;
+        struct alloc *a = target_near(last, v);
+        if (!a)
+            continue;
+        last = a;
+        bool in_alloc = dst_in_alloc ||
+                        exo_carat_alloc_table_holds(&exo_carat.table, dst + off);
+        /* not settled: dst may not be written yet */
+        if (exo_carat_escape_set_add(&exo_carat.table, &a->escapes, dst + off, v, in_alloc,
+                                     false) == 0)
+            exo_carat_alloc_table_consider(&exo_carat.table, a);
     }
 }
 
@@ -282,15 +317,17 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
      * the entry of a word copied onto it replaced its own. */
     bool backward = dst > from && dst - from < len;
     uint64_t n = len / 8;
+    struct alloc *last = NULL;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t off = 8 * (backward ? n - 1 - i : i);
         uintptr_t v;
         memcpy(&v, (const void *)(words + off), sizeof v);
         if (v < lo || v >= hi)
             continue;
-        struct alloc *a = target_of(v);
+        struct alloc *a = target_near(last, v);
         if (!a)
             continue;
+        last = a;
         bool known = exo_carat_escape_set_holds(&a->escapes, from + off, v);
         if (!known && complete)
             continue;
