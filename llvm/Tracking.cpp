@@ -2,16 +2,24 @@
 // every allocation, before every free, at start-up for globals, around the life of stack
 // objects whose address escapes, and after every store of a pointer into memory.
 #include "Carat.h"
+#include "carat/carat_abi.h"
 
 #include "llvm/Analysis/CaptureTracking.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
 using namespace llvm;
 using namespace exomem_carat;
+
+static cl::opt<bool> OptInline(
+    "carat-inline-hooks", cl::init(true),
+    cl::desc("exomem CARAT: append escapes to the log and register stack objects inline, "
+             "calling the runtime only on the rare path"));
 
 namespace {
 
@@ -80,8 +88,20 @@ bool isRearrangeCall(const CallBase &CB) {
 struct Runtime {
   FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackRelease, Escape,
       Copy, Rearranged;
+  // What the inline code reads and writes (carat_abi.h): the runtime's state, which starts
+  // with the table's bounds; the thread's exo_carat_tls; a constant log length that says
+  // "full", read instead of the log's when the thread has no log yet.
+  GlobalVariable *State, *Tls, *Full;
   Runtime(Module &M) {
     LLVMContext &C = M.getContext();
+    Type *I8 = Type::getInt8Ty(C);
+    State = cast<GlobalVariable>(M.getOrInsertGlobal("exo_carat", I8));
+    Tls = cast<GlobalVariable>(M.getOrInsertGlobal("exo_carat_tls", I8, [&] {
+      return new GlobalVariable(M, I8, false, GlobalValue::ExternalLinkage, nullptr,
+                                "exo_carat_tls", nullptr,
+                                GlobalValue::InitialExecTLSModel);
+    }));
+    Full = nullptr;   // made with the first inline append
     Type *V = Type::getVoidTy(C), *P = PointerType::getUnqual(C), *I64 = Type::getInt64Ty(C);
     Alloc = M.getOrInsertFunction("exo_carat_hook_alloc", V, P, I64, P);
     Realloc = M.getOrInsertFunction("exo_carat_hook_realloc", V, P, P, I64, P);
@@ -117,6 +137,74 @@ Value *sizeOf(IRBuilder<> &B, CallBase &CB, int SizeArg) {
   if (SizeArg < 0 || (unsigned)SizeArg >= CB.arg_size())
     return unknownSize(B);
   return B.CreateZExtOrTrunc(CB.getArgOperand(SizeArg), B.getInt64Ty());
+}
+
+// May inline code that branches go before I? Not in the entry block before a static
+// alloca: the split would move the alloca out of the entry block, and a dynamic alloca costs
+// the function a frame pointer and a stack adjustment on every call.
+bool maySplitBefore(Instruction *I) {
+  BasicBlock &Entry = I->getFunction()->getEntryBlock();
+  if (I->getParent() != &Entry)
+    return true;
+  AllocaInst *Last = nullptr;   // the entry block's last alloca
+  for (Instruction &J : Entry)
+    if (auto *AI = dyn_cast<AllocaInst>(&J))
+      Last = AI;
+  return !Last || Last->comesBefore(I);
+}
+
+Value *byteGEP(IRBuilder<> &B, Value *Base, uint64_t Off) {
+  return Off ? B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), Base, Off) : Base;
+}
+
+// Tell the runtime, before the store at Before, that Slot is about to hold Val: the escape
+// hook, its common case inline (exo_carat_hook_escape; the layout is carat_abi.h's). A value
+// outside [lo, hi] of the table, and a slot in the thread's own stack (a move scans it), are
+// dropped, as the hook drops them; anything else is appended to the thread's log, value,
+// slot, then count, in that order (a move may stop the thread between any two:
+// exo_carat_claim_inflight). The hook is called only without a log or with a full one.
+void emitEscape(Runtime &R, Instruction *Before, Value *Slot, Value *Val) {
+  IRBuilder<> B(Before);
+  if (!OptInline || !maySplitBefore(Before)) {
+    B.CreateCall(R.Escape, {Slot, Val});
+    return;
+  }
+  Type *I64 = B.getInt64Ty(), *P = B.getPtrTy();
+  Value *V = B.CreatePtrToInt(Val, I64), *S = B.CreatePtrToInt(Slot, I64);
+  Value *Lo = B.CreateLoad(I64, byteGEP(B, R.State, EXO_CARAT_ABI_RUNTIME_LO));
+  Value *Hi = B.CreateLoad(I64, byteGEP(B, R.State, EXO_CARAT_ABI_RUNTIME_HI));
+  Value *Outside = B.CreateICmpUGT(B.CreateSub(V, Lo), B.CreateSub(Hi, Lo));
+  Value *Tls = B.CreateThreadLocalAddress(R.Tls);
+  Value *SLo = B.CreateLoad(I64, byteGEP(B, Tls, EXO_CARAT_ABI_TLS_STACK_LO));
+  Value *SEnd = B.CreateLoad(I64, byteGEP(B, Tls, EXO_CARAT_ABI_TLS_STACK_END));
+  Value *OwnStack = B.CreateICmpULT(B.CreateSub(S, SLo), B.CreateSub(SEnd, SLo));
+  Instruction *LogT = SplitBlockAndInsertIfThen(B.CreateNot(B.CreateOr(Outside, OwnStack)),
+                                                Before, false);
+  IRBuilder<> L(LogT);
+  if (!R.Full)
+    R.Full = new GlobalVariable(*Before->getModule(), L.getInt32Ty(), true,
+                                GlobalValue::PrivateLinkage,
+                                L.getInt32(EXO_CARAT_ABI_LOG_CAP), "exomem.carat.log_full");
+  Value *T = L.CreateLoad(P, byteGEP(L, Tls, EXO_CARAT_ABI_TLS_THREAD));
+  Value *NPtr = L.CreateSelect(L.CreateIsNull(T), R.Full,
+                               byteGEP(L, T, EXO_CARAT_ABI_THREAD_N));
+  Value *N = L.CreateLoad(L.getInt32Ty(), NPtr);
+  Instruction *SlowT, *AppendT;
+  SplitBlockAndInsertIfThenElse(
+      L.CreateICmpEQ(N, L.getInt32(EXO_CARAT_ABI_LOG_CAP)), LogT, &SlowT, &AppendT,
+      MDBuilder(B.getContext()).createBranchWeights(1, 1000));
+  IRBuilder<>(SlowT).CreateCall(R.Escape, {Slot, Val});
+  IRBuilder<> A(AppendT);
+  Value *Entry = A.CreateInBoundsGEP(
+      A.getInt8Ty(), T,
+      A.CreateMul(A.CreateZExt(N, I64), A.getInt64(EXO_CARAT_ABI_ENTRY_BYTES)));
+  // Compiler-only fences (signal fences): the order a signal handler, and so the mover,
+  // sees the writes in, with no instruction emitted.
+  A.CreateStore(V, byteGEP(A, Entry, EXO_CARAT_ABI_ENTRY_VALUE));
+  A.CreateFence(AtomicOrdering::SequentiallyConsistent, SyncScope::SingleThread);
+  A.CreateStore(S, byteGEP(A, Entry, EXO_CARAT_ABI_ENTRY_SLOT));
+  A.CreateFence(AtomicOrdering::SequentiallyConsistent, SyncScope::SingleThread);
+  A.CreateStore(A.CreateAdd(N, A.getInt32(1)), byteGEP(A, T, EXO_CARAT_ABI_THREAD_N));
 }
 
 void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCounts &C) {
@@ -252,6 +340,108 @@ bool mayPointIntoHeap(Value *V) {
          });
 }
 
+struct StackObject {
+  AllocaInst *AI;
+  uint64_t Size;
+  Constant *Site;
+};
+
+// Register the function's escaping stack objects (all static allocas, in the entry block)
+// right after the last of them: inline, as exo_carat_hook_stack_alloc does it, when the
+// thread's array has room for all of them (carat_abi.h), else with one hook call each.
+// oniguruma's match_at registers eleven a call, and calls cost more than the stores.
+void registerStackObjects(Runtime &R, Function &F, ArrayRef<StackObject> Objects) {
+  // After the entry block's last alloca, registered or not (maySplitBefore).
+  Instruction *Last = nullptr;
+  for (Instruction &I : F.getEntryBlock())
+    if (isa<AllocaInst>(I))
+      Last = &I;
+  Instruction *At = Last->getNextNode();
+  auto Calls = [&](Instruction *Before) {
+    IRBuilder<> B(Before);
+    for (const StackObject &O : Objects)
+      B.CreateCall(R.StackAlloc, {O.AI, B.getInt64(O.Size), O.Site});
+  };
+  uint64_t K = Objects.size();
+  if (!OptInline || K > EXO_CARAT_ABI_STACK_OBJS || !maySplitBefore(At)) {
+    Calls(At);
+    return;
+  }
+  IRBuilder<> B(At);
+  Value *Tls = B.CreateThreadLocalAddress(R.Tls);
+  Value *DepthPtr = byteGEP(B, Tls, EXO_CARAT_ABI_TLS_STACK_DEPTH);
+  Value *D = B.CreateLoad(B.getInt32Ty(), DepthPtr);
+  Instruction *FastT, *SlowT;
+  SplitBlockAndInsertIfThenElse(B.CreateICmpULE(D, B.getInt32(EXO_CARAT_ABI_STACK_OBJS - K)),
+                                At, &FastT, &SlowT,
+                                MDBuilder(B.getContext()).createBranchWeights(1000, 1));
+  Calls(SlowT);
+  IRBuilder<> A(FastT);
+  Value *Objs = byteGEP(A, Tls, EXO_CARAT_ABI_TLS_STACK_OBJS);
+  Value *First = A.CreateInBoundsGEP(
+      A.getInt8Ty(), Objs,
+      A.CreateMul(A.CreateZExt(D, A.getInt64Ty()), A.getInt64(EXO_CARAT_ABI_STACK_OBJ_BYTES)));
+  for (uint64_t I = 0; I < K; I++) {
+    Value *Obj = byteGEP(A, First, I * EXO_CARAT_ABI_STACK_OBJ_BYTES);
+    A.CreateStore(Objects[I].AI, byteGEP(A, Obj, EXO_CARAT_ABI_STACK_OBJ_BASE));
+    A.CreateStore(A.getInt64(Objects[I].Size ? Objects[I].Size : 1),
+                  byteGEP(A, Obj, EXO_CARAT_ABI_STACK_OBJ_SIZE));
+    A.CreateStore(Objects[I].Site, byteGEP(A, Obj, EXO_CARAT_ABI_STACK_OBJ_SITE));
+  }
+  A.CreateStore(A.CreateAdd(D, A.getInt32(K)), DepthPtr);
+}
+
+// Before the return at RI, release the K objects the function registered: inline in the
+// common case, where they are the top K of the thread's array and the one below them is
+// a caller's (exo_carat_hook_stack_release pops every object below the frame's return
+// address, those of deeper frames a longjmp left too), and the thread has its record
+// (which exo_carat_get_stats reads the count through). Otherwise the hook.
+void releaseStackObjects(Runtime &R, ReturnInst *RI, uint64_t K) {
+  IRBuilder<> B(RI);
+  Value *FrameEnd = B.CreateIntrinsic(Intrinsic::addressofreturnaddress, {B.getPtrTy()}, {});
+  auto Call = [&](Instruction *Before) {
+    IRBuilder<>(Before).CreateCall(R.StackRelease, {FrameEnd, B.getInt64(K)});
+  };
+  if (!OptInline) {
+    Call(RI);
+    return;
+  }
+  Type *I32 = B.getInt32Ty(), *I64 = B.getInt64Ty();
+  Value *Tls = B.CreateThreadLocalAddress(R.Tls);
+  Value *DepthPtr = byteGEP(B, Tls, EXO_CARAT_ABI_TLS_STACK_DEPTH);
+  Value *D = B.CreateLoad(I32, DepthPtr);
+  Value *Top = B.CreateSub(D, B.getInt32(K));   // the first of ours, if all are recorded
+  Value *Recorded = B.CreateICmpULE(Top, B.getInt32(EXO_CARAT_ABI_STACK_OBJS - K));
+  Value *HasRecord =
+      B.CreateIsNotNull(B.CreateLoad(B.getPtrTy(), byteGEP(B, Tls, EXO_CARAT_ABI_TLS_THREAD)));
+  Instruction *CheckT, *SlowT;
+  SplitBlockAndInsertIfThenElse(B.CreateAnd(Recorded, HasRecord), RI, &CheckT, &SlowT,
+                                MDBuilder(B.getContext()).createBranchWeights(1000, 1));
+  Call(SlowT);
+  IRBuilder<> C(CheckT);
+  Value *Objs = byteGEP(C, Tls, EXO_CARAT_ABI_TLS_STACK_OBJS);
+  auto BaseAt = [&](Value *Index) {
+    Value *Obj = C.CreateInBoundsGEP(
+        C.getInt8Ty(), Objs,
+        C.CreateMul(C.CreateZExt(Index, I64), C.getInt64(EXO_CARAT_ABI_STACK_OBJ_BYTES)));
+    return C.CreateLoad(I64, byteGEP(C, Obj, EXO_CARAT_ABI_STACK_OBJ_BASE));
+  };
+  Value *End = C.CreatePtrToInt(FrameEnd, I64);
+  Value *Ours = C.CreateICmpULT(BaseAt(Top), End);
+  // The one below ours (none when Top is 0: index 0 is read again, and ignored).
+  Value *NoneBelow = C.CreateICmpEQ(Top, C.getInt32(0));
+  Value *Below = BaseAt(C.CreateSelect(NoneBelow, Top, C.CreateSub(Top, C.getInt32(1))));
+  Value *Callers = C.CreateOr(NoneBelow, C.CreateICmpUGE(Below, End));
+  Instruction *FastT, *Slow2T;
+  SplitBlockAndInsertIfThenElse(C.CreateAnd(Ours, Callers), CheckT, &FastT, &Slow2T,
+                                MDBuilder(B.getContext()).createBranchWeights(1000, 1));
+  Call(Slow2T);
+  IRBuilder<> A(FastT);
+  A.CreateStore(Top, DepthPtr);
+  Value *ReleasedPtr = byteGEP(A, Tls, EXO_CARAT_ABI_TLS_STACK_RELEASED);
+  A.CreateStore(A.CreateAdd(A.CreateLoad(I64, ReleasedPtr), A.getInt64(K)), ReleasedPtr);
+}
+
 void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes,
                    TrackCounts &C) {
   const DataLayout &DL = M.getDataLayout();
@@ -286,28 +476,25 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   if (Allocs) {
     for (auto &[CB, K] : Calls)
       trackCall(M, R, *CB, *K, C);
-    uint64_t Registered = 0;
+    SmallVector<StackObject, 16> Objects;
     for (AllocaInst *AI : Allocas) {
       if (!EscapingAllocas.count(AI))
         continue;
       std::optional<TypeSize> Size = AI->getAllocationSize(DL);
       if (!Size || Size->isScalable())
         continue;
-      IRBuilder<> B(AI->getNextNode());
-      B.CreateCall(R.StackAlloc, {AI, B.getInt64(Size->getFixedValue()), siteString(M, *AI)});
-      Registered++;
+      Objects.push_back({AI, Size->getFixedValue(), siteString(M, *AI)});
       C.StackObjects++;
     }
+    uint64_t Registered = Objects.size();
+    if (Registered)
+      registerStackObjects(R, F, Objects);
     // One release per return for all of them: the frame's objects lie below the slot of
     // its return address, its callers' above (oniguruma's match_at made eleven calls more
     // per call of it, one per object).
     if (Registered)
-      for (ReturnInst *RI : Returns) {
-        IRBuilder<> BR(RI);
-        Value *FrameEnd = BR.CreateIntrinsic(Intrinsic::addressofreturnaddress,
-                                             {BR.getPtrTy()}, {});
-        BR.CreateCall(R.StackRelease, {FrameEnd, BR.getInt64(Registered)});
-      }
+      for (ReturnInst *RI : Returns)
+        releaseStackObjects(R, RI, Registered);
   }
   if (Escapes) {
     // Every hook goes BEFORE its store or copy: a move that stops the thread between the
@@ -323,15 +510,16 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         continue;
       IRBuilder<> B(SI);
       if (P) {
-        B.CreateCall(R.Escape, {SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy())});
+        emitEscape(R, SI, SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy()));
         C.Escapes++;
       } else if (auto *VT = dyn_cast<FixedVectorType>(V->getType());
                  VT && VT->getElementType()->isPointerTy()) {
         // A vector of pointers (two pointers stored at once by the SLP vectoriser).
         for (unsigned L = 0; L < VT->getNumElements(); L++) {
-          Value *Slot = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), SI->getPointerOperand(),
-                                                     8 * L);
-          B.CreateCall(R.Escape, {Slot, B.CreateExtractElement(V, B.getInt64(L))});
+          IRBuilder<> BL(SI);   // emitEscape splits SI's block: a fresh builder each time
+          Value *Slot = BL.CreateConstInBoundsGEP1_64(BL.getInt8Ty(), SI->getPointerOperand(),
+                                                      8 * L);
+          emitEscape(R, SI, Slot, BL.CreateExtractElement(V, BL.getInt64(L)));
         }
         C.Escapes++;
       } else if (mayCarryPointer(V, DL)) {
@@ -340,10 +528,11 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         unsigned Lanes = DL.getTypeStoreSize(V->getType()).getFixedValue() / 8;
         Value *AsLanes = B.CreateBitCast(V, FixedVectorType::get(B.getInt64Ty(), Lanes));
         for (unsigned L = 0; L < Lanes; L++) {
-          Value *Slot = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), SI->getPointerOperand(),
-                                                     8 * L);
-          Value *Lane = B.CreateExtractElement(AsLanes, B.getInt64(L));
-          B.CreateCall(R.Escape, {Slot, B.CreateIntToPtr(Lane, B.getPtrTy())});
+          IRBuilder<> BL(SI);
+          Value *Slot = BL.CreateConstInBoundsGEP1_64(BL.getInt8Ty(), SI->getPointerOperand(),
+                                                      8 * L);
+          Value *Lane = BL.CreateExtractElement(AsLanes, BL.getInt64(L));
+          emitEscape(R, SI, Slot, BL.CreateIntToPtr(Lane, BL.getPtrTy()));
         }
         C.Copies++;
       }
