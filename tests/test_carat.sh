@@ -64,6 +64,23 @@ EXOMEM_CARAT_STATS=$dir/t.json "$cc" "${flags[@]}" "$src/tests/carat/tracking_co
 [ "$(stat "$dir/t.json" escape_sites)" -ge 3 ] || bad "escape sites $(stat "$dir/t.json" escape_sites), want >= 3"
 "$dir/tracking" || bad "tracking_counts failed to run"
 
+# The inline hooks: no escape hook for stores into stack objects (escaping or not) or of
+# stack addresses; each escape appended to the log inline (the hook called on the rare path
+# only: one call and two compiler fences per site); stack objects registered and released
+# inline (inline_counts.c checks at run time that all of it reached the runtime).
+EXOMEM_CARAT_STATS=$dir/ic.json "$cc" "${flags[@]}" "$src/tests/carat/inline_counts.c" \
+    -o "$dir/inline_counts" || bad "inline_counts.c did not build"
+[ "$(stat "$dir/ic.json" escape_sites)" = 2 ] || bad "inline_counts: escape sites $(stat "$dir/ic.json" escape_sites), want 2"
+"$cc" "${flags[@]}" -S -emit-llvm "$src/tests/carat/inline_counts.c" -o "$dir/ic.ll" ||
+    bad "inline_counts.c did not compile to IR"
+[ "$(grep -c 'call void @exo_carat_hook_escape' "$dir/ic.ll")" = 2 ] || bad "inline_counts: escape hook calls, want 2"
+[ "$(grep -c 'fence syncscope("singlethread")' "$dir/ic.ll")" = 4 ] || bad "inline_counts: no inline append"
+grep -q 'store ptr @exomem.carat.site' "$dir/ic.ll" || bad "inline_counts: no inline stack registration"
+"$cc" "${flags[@]}" -mllvm -carat-inline-hooks=false -S -emit-llvm \
+    "$src/tests/carat/inline_counts.c" -o "$dir/ic0.ll" || bad "inline_counts.c (calls) did not compile"
+grep -q 'fence syncscope' "$dir/ic0.ll" && bad "inline_counts: inline append with -carat-inline-hooks=false"
+"$dir/inline_counts" || bad "inline_counts failed"
+
 # A violation: reported with its access, allocation and line, then SIGSEGV.
 EXOMEM_CARAT_PARTS=track,escapes,guards "$cc" "${flags[@]}" "$src/tests/carat/violation.c" \
     -o "$dir/violation" || bad "violation.c did not build"
@@ -184,6 +201,7 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # stored as integers; pointers that qsort rearranged; a slot logged, then copied over; a
 # block realloc resized in place; a big block of pointers to itself; usable sizes and ends;
 # a flag byte over a stale pointer on the stack; a stale slot that looks like malloc's link;
+# pointers stored through the inline escape append while another thread moves their block;
 # words that only look like pointers (a type tag over stale bytes) carried by realloc and
 # memcpy, left alone; stack objects released at return and after a longjmp; the allocation
 # table answering lookups under 200,000 random allocations, reallocs and frees; an escape set
@@ -192,7 +210,7 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # bytes malloc gave beyond the size asked for.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
-         table_stress purge_unmapped move_unmapped move_tail; do
+         table_stress purge_unmapped move_unmapped move_tail move_inline; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -205,6 +223,12 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done
+
+# A move that stops a thread half-way through an inline escape append, staged exactly:
+# built against the runtime's internal header (it writes the thread's log itself).
+"$cc" "${flags[@]}" -I"$src/src" "$src/tests/carat/move_inflight.c" -o "$dir/move_inflight" \
+    -lpthread || bad "move_inflight.c did not build"
+timeout 60 "$dir/move_inflight" >/dev/null || bad "move_inflight failed"
 
 # The quarantine of old copies: a write through a pointer a move missed is found, counted
 # and reported; without EXOMEM_CARAT_QUARANTINE nothing is kept.
