@@ -179,6 +179,16 @@ void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char 
 extern uintptr_t exo_carat_fast_base, exo_carat_fast_span;
 #define EXO_CARAT_FAST_MIN_SPAN ((uintptr_t)4096)
 #define EXO_CARAT_FAST_CLOSED ((uintptr_t)1 << 63)
+/* The runtime's state that the plugin's inline hooks read and write in place of calls: the
+ * allocation table's bounds (the first two words of exo_carat) and the calling thread's
+ * escape log and stack objects (exo_carat_tls, initial-exec TLS). Their layout is the
+ * runtime's (src/carat/carat_abi.h); opaque here, and not for programs to touch. */
+struct carat_runtime;
+extern struct carat_runtime exo_carat;
+#ifndef __cplusplus
+struct carat_tls;
+extern _Thread_local struct carat_tls exo_carat_tls;
+#endif
 
 #ifdef __cplusplus
 }
