@@ -267,22 +267,34 @@ static bool within_one_alloc(uintptr_t dst, uint64_t len)
     return d && len <= d->base + d->size - dst;
 }
 
+/* The word at addr (*value), and the tracked allocation it points into (or one past the end
+ * of), or NULL. *last is what the scan's previous word found, tried first: a copy's
+ * pointers point into a few blocks. Lock held. */
+CARAT_NO_ASAN static struct alloc *word_target(uintptr_t addr, uintptr_t *value,
+                                               struct alloc **last)
+{
+    uintptr_t v;
+    memcpy(&v, (const void *)addr, sizeof v);
+    *value = v;
+    if (v < exo_carat.table.lo || v >= exo_carat.table.hi)
+        return NULL;
+    struct alloc *a = target_near(*last, v);
+    if (a)
+        *last = a;
+    return a;
+}
+
 CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t len)
 {
-    uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
     bool dst_in_alloc = within_one_alloc(dst, len);
     struct alloc *last = NULL;
     /* Words at 8-byte offsets from the start: a copy keeps offsets, and pointers in the
      * copied data sit at aligned offsets of its source. */
     for (uint64_t off = 0; off + 8 <= len; off += 8) {
         uintptr_t v;
-        memcpy(&v, (const void *)(src + off), sizeof v);
-        if (v < lo || v >= hi)
-            continue;
-        struct alloc *a = target_near(last, v);
+        struct alloc *a = word_target(src + off, &v, &last);
         if (!a)
             continue;
-        last = a;
         bool in_alloc = dst_in_alloc ||
                         exo_carat_alloc_table_holds(&exo_carat.table, dst + off);
         /* not settled: dst may not be written yet */
@@ -306,7 +318,6 @@ static bool others_unflushed(void)
 CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t len,
                                         bool from_gone)
 {
-    uintptr_t lo = exo_carat.table.lo, hi = exo_carat.table.hi;
     uintptr_t words = from_gone ? dst : from;
     /* Every caller applied its own log first (a copy's or realloc's hook, or a move, which
      * applies every log): a word unknown here is no pointer, unless another thread logged
@@ -321,13 +332,9 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
     for (uint64_t i = 0; i < n; i++) {
         uint64_t off = 8 * (backward ? n - 1 - i : i);
         uintptr_t v;
-        memcpy(&v, (const void *)(words + off), sizeof v);
-        if (v < lo || v >= hi)
-            continue;
-        struct alloc *a = target_near(last, v);
+        struct alloc *a = word_target(words + off, &v, &last);
         if (!a)
             continue;
-        last = a;
         bool known = exo_carat_escape_set_holds(&a->escapes, from + off, v);
         if (!known && complete)
             continue;
