@@ -20,7 +20,7 @@
 
 /* Escapes are logged per thread and applied to the table in batches (as the paper does):
  * the map changes fast, the log is cheap, and a move flushes every log first. The plugin
- * appends to the log inline (carat_abi.h): an entry is written slot first, then value, and
+ * appends to the log inline (carat_abi.h): an entry is written value first, then slot, and
  * counted last, with no call and no "in the runtime" bracket, so a move may stop the thread
  * half-way. Every entry at or past n is zero (a flush clears what it applied), so the mover
  * can tell what the entry at n holds (exo_carat_claim_inflight). */

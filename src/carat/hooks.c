@@ -358,12 +358,11 @@ static uint64_t heap_extent(void *p, uint64_t asked)
     return asked == UINT64_MAX || usable > asked ? usable : asked;
 }
 
+/* p, of size bytes (a heap block's extent, heap_extent), is now tracked. */
 static void track(void *p, uint64_t size, int kind, const char *site)
 {
     if (!p)
         return;
-    if (kind == EXO_CARAT_HEAP)
-        size = heap_extent(p, size);
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
@@ -394,7 +393,8 @@ static void untrack(void *p, bool gone)
 
 EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
 {
-    track(p, size, EXO_CARAT_HEAP, site);
+    if (p)   /* NULL: a failed allocation */
+        track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
 }
 
 EXO_API void exo_carat_hook_realloc_begin(void)
