@@ -163,21 +163,6 @@ static bool reachOf(ScalarEvolution &SE, Loop *L, Value *Ptr, uint64_t Size, Val
   return true;
 }
 
-// Is I a load or store, and of which address and size?
-static bool accessOf(Instruction &I, const DataLayout &DL, Value *&Ptr, uint64_t &Size) {
-  if (auto *LI = dyn_cast<LoadInst>(&I)) {
-    Ptr = LI->getPointerOperand();
-    Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
-    return true;
-  }
-  if (auto *SI = dyn_cast<StoreInst>(&I)) {
-    Ptr = SI->getPointerOperand();
-    Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
-    return true;
-  }
-  return false;
-}
-
 // Can the code of these blocks run under one reading of the fast path, and be copied?
 template <typename Blocks>
 static bool copyable(const Blocks &BBs, unsigned Max, const BoundsKeepers &Keep) {
@@ -206,7 +191,7 @@ static void addAccesses(const Blocks &BBs, Loop *L, Instruction *At, ScalarEvolu
       Value *Ptr = nullptr, *Base = nullptr;
       uint64_t Size = 0;
       int64_t Lo = 0, Hi = 0;
-      if (!accessOf(I, DL, Ptr, Size) || !reachOf(SE, L, Ptr, Size, Base, Lo, Hi))
+      if (!loadOrStore(I, DL, Ptr, Size) || !reachOf(SE, L, Ptr, Size, Base, Lo, Hi))
         continue;
       if (auto *BI = dyn_cast<Instruction>(Base); BI && !DT.dominates(BI, At))
         continue;

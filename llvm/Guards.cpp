@@ -31,6 +31,21 @@ static bool skipCall(const CallBase &CB) {
   return false;
 }
 
+bool exomem_carat::loadOrStore(Instruction &I, const DataLayout &DL, Value *&Ptr,
+                               uint64_t &Size) {
+  if (auto *LI = dyn_cast<LoadInst>(&I)) {
+    Ptr = LI->getPointerOperand();
+    Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
+    return true;
+  }
+  if (auto *SI = dyn_cast<StoreInst>(&I)) {
+    Ptr = SI->getPointerOperand();
+    Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
+    return true;
+  }
+  return false;
+}
+
 std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL,
                                                GuardCounts &C) {
   std::vector<Guard> Gs;
@@ -38,21 +53,14 @@ std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL
     for (Instruction &I : BB) {
       Guard G;
       G.At = &I;
-      if (auto *LI = dyn_cast<LoadInst>(&I)) {
-        if (auto *GV = dyn_cast<GlobalVariable>(LI->getPointerOperand());
-            GV && GV->getName().starts_with("exo_carat_fast_"))
+      if (loadOrStore(I, DL, G.Ptr, G.Size)) {
+        bool IsLoad = isa<LoadInst>(I);
+        if (auto *GV = dyn_cast<GlobalVariable>(G.Ptr);
+            IsLoad && GV && GV->getName().starts_with("exo_carat_fast_"))
           continue;   // a versioned loop's check reading the fast path (GuardVersion.cpp)
-        G.K = Guard::Load;
-        G.Ptr = LI->getPointerOperand();
-        G.Size = DL.getTypeStoreSize(LI->getType()).getKnownMinValue();
-        G.Access = Read;
-        C.Loads++;
-      } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
-        G.K = Guard::Store;
-        G.Ptr = SI->getPointerOperand();
-        G.Size = DL.getTypeStoreSize(SI->getValueOperand()->getType()).getKnownMinValue();
-        G.Access = Write;
-        C.Stores++;
+        G.K = IsLoad ? Guard::Load : Guard::Store;
+        G.Access = IsLoad ? Read : Write;
+        ++(IsLoad ? C.Loads : C.Stores);
       } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
         G.K = Guard::Store;
         G.Ptr = RMW->getPointerOperand();

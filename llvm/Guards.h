@@ -40,6 +40,9 @@ void versionLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
 void versionFunction(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
                      const BoundsKeepers &Keep, std::set<const llvm::Instruction *> &Covered,
                      GuardCounts &C);
+// Is I a load or a store, and of which address and how many bytes?
+bool loadOrStore(llvm::Instruction &I, const llvm::DataLayout &DL, llvm::Value *&Ptr,
+                 uint64_t &Size);
 std::vector<Guard> collectGuards(llvm::Function &F, const llvm::DataLayout &DL,
                                  GuardCounts &C);
 void optimizeGuards(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
