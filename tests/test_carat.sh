@@ -207,10 +207,11 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # table answering lookups under 200,000 random allocations, reallocs and frees; an escape set
 # cleaned up after a tracked block was freed behind the runtime's back and unmapped, and a
 # move of a block one of whose escapes lay in such a block; pointers into and stored in the
-# bytes malloc gave beyond the size asked for.
+# bytes malloc gave beyond the size asked for; a move refused while a thread in the C
+# library holds the block's last word's address (the next malloc chunk's).
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
-         table_stress purge_unmapped move_unmapped move_tail move_inline; do
+         table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address

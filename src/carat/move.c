@@ -20,7 +20,9 @@
  * malloc holds chunk addresses of its own. Any other address within DERIVED_REACH bytes of
  * the block and outside every other tracked allocation cannot be told from a pointer to the
  * neighbouring memory: a move first looks for them in every stopped thread and is refused
- * (nothing changed) when it finds one; the mover tries again at its next tick. */
+ * (nothing changed) when it finds one; the mover tries again at its next tick. So is a
+ * move while a thread stopped inside the C library holds an edge of the block's chunk, or
+ * the next chunk's address (the block's last usable word): those are malloc's. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "os/os.h"
@@ -136,7 +138,7 @@ struct patch {
     bool in_libc;              /* the words being visited are a thread's stopped in libc */
     pid_t requester;           /* the thread waiting in exo_carat_move for this move, or 0 */
     bool check;
-    uint64_t derived;          /* check: words found near the block, outside it */
+    uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
     uintptr_t derived_value;   /* the first of them, for the error message */
 };
 
@@ -163,6 +165,19 @@ static bool derived_from_block(const struct patch *p, uintptr_t v)
     return !before || before->base == p->base;
 }
 
+/* Is v, inside the block, the address of the next malloc chunk as the C library's malloc
+ * holds it? A block's last 8 usable bytes are the next chunk's size-of-previous field, so
+ * that chunk's address (the heap's top, or a free neighbour, as _int_malloc and _int_free
+ * keep it in registers and on the stack) is base + size - 8, inside the block by its usable
+ * size. Patched, it pointed the arena's top into the copy, and malloc carved new blocks out
+ * of memory the copy and the other arena owned (SQLite's fuzzcheck at 10,000 moves a
+ * second). In a thread stopped inside the C library the move is refused; elsewhere the
+ * address is the program's pointer to the block's last word. */
+static bool next_chunk_in_libc(const struct patch *p, uintptr_t v)
+{
+    return p->in_libc && v - p->base >= p->size - 8 && v - p->base < p->size;
+}
+
 /* Words are read and written with memcpy (a slot in a packed struct may be unaligned), and
  * without AddressSanitizer's checks: stacks and stale slots hold poisoned bytes that the
  * program itself may never read, and reading them here is deliberate. */
@@ -171,7 +186,9 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
     uintptr_t v;
     memcpy(&v, w, sizeof v);
     if (p->check) {
-        if (v - p->base >= p->size && derived_from_block(p, v) && !p->derived++)
+        bool refuse = v - p->base >= p->size ? derived_from_block(p, v)
+                                             : next_chunk_in_libc(p, v);
+        if (refuse && !p->derived++)
             p->derived_value = v;
         return;
     }
@@ -588,8 +605,8 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
         long off = p.derived_value < base ? -(long)(base - p.derived_value)
                                           : (long)(p.derived_value - base);
         return exo_fail(EXO_EAGAIN, "a stopped thread holds %#lx (offset %+ld of the %lu-byte "
-                        "allocation at %#lx), an address derived from it that a move cannot "
-                        "patch: nothing moved, try again", (unsigned long)p.derived_value,
+                        "allocation at %#lx), an address derived from it or malloc's own, that "
+                        "a move cannot patch: nothing moved, try again", (unsigned long)p.derived_value,
                         off, (unsigned long)size, (unsigned long)base);
     }
     p.check = false;
