@@ -30,6 +30,7 @@ llvm::Constant *siteString(llvm::Module &M, const llvm::Instruction &I);
 // Allocation and escape tracking on M; returns whether M changed.
 struct TrackCounts {
   unsigned Allocs = 0, Frees = 0, StackObjects = 0, Globals = 0, Escapes = 0, Copies = 0;
+  unsigned Pins = 0;   // pointers printed with %p: pinned before the call
 };
 bool trackModule(llvm::Module &M, llvm::ModuleAnalysisManager &MAM, bool Allocations,
                  bool Escapes, TrackCounts &Counts);

@@ -97,6 +97,7 @@ static void writeStats(Module &M, const TrackCounts &T, const GuardCounts &G,
      << ",\"allocs\":" << T.Allocs << ",\"frees\":" << T.Frees
      << ",\"stack_objects\":" << T.StackObjects << ",\"globals\":" << T.Globals
      << ",\"escape_sites\":" << T.Escapes << ",\"copy_sites\":" << T.Copies
+     << ",\"pin_sites\":" << T.Pins
      << ",\"guard_loads\":" << G.Loads << ",\"guard_stores\":" << G.Stores
      << ",\"guard_calls\":" << G.Calls << ",\"guard_ranges\":" << G.Ranges
      << ",\"guards_naive\":" << G.naive() << ",\"opt_value_range\":" << G.ValueRange

@@ -87,7 +87,7 @@ bool isRearrangeCall(const CallBase &CB) {
 
 struct Runtime {
   FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackRelease, Escape,
-      Copy, Rearranged;
+      Copy, Rearranged, Pin;
   // What the inline code reads and writes (carat_abi.h): the runtime's state, which starts
   // with the table's bounds; the thread's exo_carat_tls; a constant log length that says
   // "full", read instead of the log's when the thread has no log yet.
@@ -113,6 +113,7 @@ struct Runtime {
     Escape = M.getOrInsertFunction("exo_carat_hook_escape", V, P, P);
     Copy = M.getOrInsertFunction("exo_carat_hook_copy", V, P, P, I64);
     Rearranged = M.getOrInsertFunction("exo_carat_hook_rearranged", V, P, I64);
+    Pin = M.getOrInsertFunction("exo_carat_hook_pin", V, P);
   }
 };
 
@@ -442,6 +443,42 @@ void releaseStackObjects(Runtime &R, ReturnInst *RI, uint64_t K) {
   A.CreateStore(A.CreateAdd(A.CreateLoad(I64, ReleasedPtr), A.getInt64(K)), ReleasedPtr);
 }
 
+// Is V a constant C string with a %p conversion? A pointer printed with it becomes text
+// that no move can patch (SQLite's testfixture hands its statements to Tcl so).
+bool formatsPointer(Value *V) {
+  auto *GV = dyn_cast<GlobalVariable>(V->stripPointerCasts());
+  if (!GV || !GV->isConstant() || !GV->hasDefinitiveInitializer())
+    return false;
+  auto *Text = dyn_cast<ConstantDataArray>(GV->getInitializer());
+  if (!Text || !Text->isCString())
+    return false;
+  StringRef S = Text->getAsCString();
+  for (size_t I = S.find('%'); I != StringRef::npos; I = S.find('%', I)) {
+    size_t J = S.find_first_not_of("-+ #0123456789.*'hlLqjzt", I + 1);
+    if (J == StringRef::npos)
+      return false;
+    if (S[J] == 'p')
+      return true;
+    I = J + 1;   // past the conversion ("%%" too)
+  }
+  return false;
+}
+
+// A variadic call whose constant format prints a pointer (%p): every pointer among its
+// variadic arguments is pinned first, whichever of them the %p takes.
+void pinFormatted(Runtime &R, CallBase &CB, TrackCounts &C) {
+  if (!CB.getFunctionType()->isVarArg() ||
+      none_of(CB.args(), [](Value *A) { return formatsPointer(A); }))
+    return;
+  for (unsigned I = CB.getFunctionType()->getNumParams(); I < CB.arg_size(); I++) {
+    Value *A = CB.getArgOperand(I);
+    if (A->getType()->isPointerTy() && mayPointIntoHeap(A)) {
+      IRBuilder<>(&CB).CreateCall(R.Pin, {A});
+      C.Pins++;
+    }
+  }
+}
+
 void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes,
                    TrackCounts &C) {
   const DataLayout &DL = M.getDataLayout();
@@ -450,7 +487,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
   SmallVector<std::pair<CallBase *, const KnownFn *>, 16> Calls;
   SmallVector<StoreInst *, 32> Stores;
   SmallVector<MemTransferInst *, 8> Copies;
-  SmallVector<CallBase *, 8> CopyCalls, RearrangeCalls;
+  SmallVector<CallBase *, 8> CopyCalls, RearrangeCalls, VarArgCalls;
   SmallVector<ReturnInst *, 4> Returns;
   for (BasicBlock &BB : F)
     for (Instruction &I : BB) {
@@ -467,6 +504,8 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
           CopyCalls.push_back(CB);
         else if (isRearrangeCall(*CB))
           RearrangeCalls.push_back(CB);
+        else if (CB->getFunctionType()->isVarArg())
+          VarArgCalls.push_back(CB);
       } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
         Stores.push_back(SI);
       } else if (auto *RI = dyn_cast<ReturnInst>(&I)) {
@@ -537,6 +576,8 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         C.Copies++;
       }
     }
+    for (CallBase *CB : VarArgCalls)
+      pinFormatted(R, *CB, C);
     // qsort: no move while it runs (the bracket realloc uses), and its slots told again after.
     for (CallBase *CB : RearrangeCalls) {
       Instruction *After = afterCall(*CB);

@@ -208,10 +208,12 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # cleaned up after a tracked block was freed behind the runtime's back and unmapped, and a
 # move of a block one of whose escapes lay in such a block; pointers into and stored in the
 # bytes malloc gave beyond the size asked for; a move refused while a thread in the C
-# library holds the block's last word's address (the next malloc chunk's).
+# library holds the block's last word's address (the next malloc chunk's); a block whose
+# address was printed with %p never moved (and, below, not by the mover either).
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
-         table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk; do
+         table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
+         move_pinned; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -227,6 +229,11 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done
+
+if [ $sanitized = no ]; then
+    EXOMEM_CARAT_MOVES=1000 timeout 60 "$dir/move_pinned" >/dev/null ||
+        bad "move_pinned with the mover on failed"
+fi
 
 # A move that stops a thread half-way through an inline escape append, staged exactly:
 # built against the runtime's internal header (it writes the thread's log itself).

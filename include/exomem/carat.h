@@ -95,6 +95,9 @@ struct exo_carat_stats {
     /* Writes found in the old copies of moved blocks (EXOMEM_CARAT_QUARANTINE): writes
      * through pointers a move did not patch. 0 without the quarantine. */
     uint64_t stale_writes;
+    /* Heap allocations pinned because the program formatted their address as text
+     * (exo_carat_hook_pin): never moved. */
+    uint64_t pinned;
 };
 
 /* Fill *st. Never fails; thread-safe, does not block (counters may lag by one event). */
@@ -122,7 +125,8 @@ struct exo_carat_move_cost {
  * heap allocation), -EXO_ENOMEM, -EXO_EAGAIN (the allocation was freed or resized while
  * the world stopped, or a stopped thread held an address derived from it but outside it,
  * such as a loop's base or bound, that no patching can recognise: nothing moved; try
- * again later), -EXO_EBUSY (a thread did not stop within a second:
+ * again later), -EXO_EINUSE (the allocation is pinned: the program formatted its address
+ * as text, exo_carat_hook_pin), -EXO_EBUSY (a thread did not stop within a second:
  * nothing moved). Blocks: stops and resumes all threads; one move at a time (others wait).
  * Thread-safe. Must not be called from a signal handler. */
 int exo_carat_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost);
@@ -166,6 +170,10 @@ void exo_carat_hook_copy(void *dst, const void *src, uint64_t len);
 /* qsort rearranged the len bytes at base (bracketed by exo_carat_hook_realloc_begin before
  * it: no move came in between): the pointers there escape with their new values. */
 void exo_carat_hook_rearranged(void *base, uint64_t len);
+/* p is about to be formatted as text (a %p conversion): the heap allocation it points into
+ * is pinned, never moved again, since no move can patch its address in the text (a test
+ * harness that hands handles to a script as strings, as SQLite's testfixture does). */
+void exo_carat_hook_pin(const void *p);
 
 /* The guard's slow path, called by inline guards when [addr, addr + len) is outside the
  * one-region fast path (or, for a constant len, in its last EXO_CARAT_FAST_MIN_SPAN bytes);

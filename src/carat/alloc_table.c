@@ -309,9 +309,10 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     n->site = site;
     /* The block may have been asked for with this alignment (posix_memalign): a move keeps
      * it. Judged once, at the first address, so that moves do not ratchet it up. */
-    n->align = 16;
-    while (n->align < 4096 && !(base & n->align))
-        n->align <<= 1;
+    n->align_shift = 4;
+    while (n->align_shift < 12 && !(base & ((uintptr_t)1 << n->align_shift)))
+        n->align_shift++;
+    n->pinned = 0;
     exo_carat_addr_map_put(&t->by_base, n->base, n);
     t->count++;
     t->bytes += sizeof *n;
@@ -441,15 +442,22 @@ void exo_carat_alloc_table_clear(struct alloc_table *t)
 
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a)
 {
-    if (a->kind == EXO_CARAT_HEAP && !t->worst_stale &&
+    if (a->kind == EXO_CARAT_HEAP && !a->pinned && !t->worst_stale &&
         (!t->worst || a->escapes.count > t->worst->escapes.count))
         t->worst = a;
+}
+
+void exo_carat_alloc_table_unconsider(struct alloc_table *t, struct alloc *a)
+{
+    if (t->worst == a)
+        t->worst_stale = true;
 }
 
 static bool pick_worst(struct alloc *a, void *arg)
 {
     struct alloc **best = arg;
-    if (a->kind == EXO_CARAT_HEAP && (!*best || a->escapes.count > (*best)->escapes.count))
+    if (a->kind == EXO_CARAT_HEAP && !a->pinned &&
+        (!*best || a->escapes.count > (*best)->escapes.count))
         *best = a;
     return false;
 }

@@ -53,7 +53,9 @@ struct alloc {
     struct escape_set escapes;
     struct alloc *left, *right;
     uint32_t prio;           /* treap heap order: keeps the tree balanced on average */
-    uint16_t align;          /* alignment a move keeps: that of the first address, 16-4096 */
+    uint8_t align_shift;     /* alignment a move keeps (1 << it): the first address's, 16-4096 */
+    uint8_t pinned;          /* its address left the program's sight (formatted as text): no
+                              * move (exo_carat_hook_pin) */
     uint8_t kind;            /* EXO_CARAT_HEAP / GLOBAL / STACK */
     uint8_t index;           /* where a lookup by interior address finds it: INDEX_* */
 };
@@ -113,6 +115,8 @@ uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t);
 void exo_carat_alloc_table_note_peak(struct alloc_table *t);
 /* An escape was added to a's set: a may be the new worst case. */
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a);
+/* a may no longer be moved (pinned): if it is the worst case, the next ask looks again. */
+void exo_carat_alloc_table_unconsider(struct alloc_table *t, struct alloc *a);
 /* The heap allocation with the most escapes (see `worst`), or NULL if none is tracked. */
 struct alloc *exo_carat_alloc_table_worst(struct alloc_table *t);
 

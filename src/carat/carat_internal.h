@@ -86,7 +86,7 @@ extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("in
 
 struct carat_counters {
     _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns, moves_refused,
-        stack_objects, stale_writes;
+        stack_objects, stale_writes, pinned;
 };
 
 struct carat_runtime {

@@ -610,6 +610,21 @@ EXO_API void exo_carat_hook_rearranged(void *base, uint64_t len)
     carat_leave();   /* the bracket exo_carat_hook_realloc_begin opened before the call */
 }
 
+EXO_API void exo_carat_hook_pin(const void *p)
+{
+    carat_ensure_init();
+    carat_enter();
+    pthread_mutex_lock(&exo_carat.lock);
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)p);
+    if (a && a->kind == EXO_CARAT_HEAP && !a->pinned) {
+        a->pinned = 1;
+        exo_carat_alloc_table_unconsider(&exo_carat.table, a);
+        atomic_fetch_add(&exo_carat.count.pinned, 1);
+    }
+    pthread_mutex_unlock(&exo_carat.lock);
+    carat_leave();
+}
+
 /* ---- queries ---- */
 
 EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
@@ -679,6 +694,7 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->stack_objects_total += atomic_load(&exo_carat.count.stack_objects);
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
     st->stale_writes = atomic_load(&exo_carat.count.stale_writes);
+    st->pinned = atomic_load(&exo_carat.count.pinned);
 }
 
 uintptr_t exo_carat_worst_heap(void)

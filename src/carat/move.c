@@ -508,7 +508,8 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     bool heap = a && a->kind == EXO_CARAT_HEAP;
     base = a ? a->base : 0;
     size = a ? a->size : 0;
-    align = a ? a->align : 0;
+    align = a ? (uintptr_t)1 << a->align_shift : 0;
+    bool pinned = a && a->pinned;
     if (!maps_buf)   /* each tried again at the next move if it failed */
         maps_buf = exo_carat_mem_alloc(MAPS_BUF);
     if (!ranges)
@@ -519,6 +520,10 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     if (!heap)
         return exo_fail(EXO_ENOENT, "%#lx is in no tracked heap allocation",
                         (unsigned long)addr);
+    if (pinned)
+        return exo_fail(EXO_EINUSE, "the %lu-byte allocation at %#lx is pinned: the program "
+                        "formatted its address as text (%%p), which no move can patch",
+                        (unsigned long)size, (unsigned long)base);
     if (!maps_buf || !ranges)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
     if (!inner)
@@ -563,7 +568,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     /* Still the block sized above: nothing frees it while the world is stopped, and a
      * block the program freed and malloc gave out again in its place may differ in usable
      * size from what the table says (freed where the plugin did not see it). */
-    if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP ||
+    if (!a || a->base != base || a->size != size || a->kind != EXO_CARAT_HEAP || a->pinned ||
         malloc_usable_size((void *)base) != span) {
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
