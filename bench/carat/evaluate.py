@@ -204,6 +204,8 @@ class Evaluation:
             refused = sum(x.get("moves_refused", 0) for x in lines)
             emit("carat_suite_moves", "moves", moves, params)
             emit("carat_suite_moves_refused", "moves", refused, params)
+            emit("carat_suite_pinned", "allocations",
+                 sum(x.get("pinned", 0) for x in lines), params)
         return ok
 
     def workload(self, name, recipe, tree, mode, rate=None, report=None):

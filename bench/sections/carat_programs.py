@@ -116,9 +116,12 @@ def suite_rows(entries):
             if rate:
                 done = find(entries, "carat_suite_moves", program=p, mode=mode, moves_per_s=rate)
                 ref = find(entries, "carat_suite_moves_refused", program=p, mode=mode, moves_per_s=rate)
+                pin = find(entries, "carat_suite_pinned", program=p, mode=mode, moves_per_s=rate)
                 if done:
                     text += ", %s moves, %s refused" % (fmt_num(done["median"]),
                                                         fmt_num(ref["median"] if ref else 0))
+                if pin and pin["median"]:
+                    text += ", %s pinned" % fmt_num(pin["median"])
             cells.append(text)
         rows.append(cells)
     return rows
@@ -286,8 +289,9 @@ def render(entries, papers, out, plots):
         return ""
     parts = ["<h3>Test suites in every mode and under moves</h3>",
              "<p>Each program's own test suite (pass or FAIL, and its time); under moves, how "
-             "many moves the runtime made and how many it refused because a stopped thread "
-             "held an address derived from the block (docs/carat.md).</p>",
+             "many moves the runtime made, how many it refused because a stopped thread "
+             "held an address derived from the block, and how many allocations were pinned "
+             "because the program printed their address with %p (docs/carat.md).</p>",
              table(suite_header(entries), suite_rows(entries))]
     parts.append("<h3>Figures 3 and 6: time overhead of guards and tracking; AddressSanitizer "
                  "as the peer</h3>")
