@@ -32,6 +32,7 @@ static _Atomic(struct region_set *) current;
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 
 EXO_API uintptr_t exo_carat_fast_base = USER_LO, exo_carat_fast_span = USER_HI - USER_LO;
+EXO_API uintptr_t exo_carat_fast_limit = USER_HI - USER_LO - EXO_CARAT_FAST_MIN_SPAN;
 
 static struct region_set *regions_now(void)
 {
@@ -85,11 +86,14 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
      * span first (a new span with the closed base passes nothing). */
     __atomic_store_n(&exo_carat_fast_base, EXO_CARAT_FAST_CLOSED, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_span, EXO_CARAT_FAST_MIN_SPAN, __ATOMIC_RELEASE);
+    __atomic_store_n(&exo_carat_fast_limit, 0, __ATOMIC_RELEASE);
     atomic_store_explicit(&current, s, memory_order_release);
     const struct region_set *now = regions_now();
     const int rw = EXO_CARAT_READ | EXO_CARAT_WRITE;
     if (now->n == 1 && (now->r[0].rights & rw) == rw && now->r[0].len >= EXO_CARAT_FAST_MIN_SPAN) {
         __atomic_store_n(&exo_carat_fast_span, now->r[0].len, __ATOMIC_RELEASE);
+        __atomic_store_n(&exo_carat_fast_limit, now->r[0].len - EXO_CARAT_FAST_MIN_SPAN,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(&exo_carat_fast_base, now->r[0].base, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&set_lock);
