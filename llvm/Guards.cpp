@@ -129,8 +129,12 @@ struct Emitter {
   explicit Emitter(Module &Mod) : M(Mod) {
     LLVMContext &C = M.getContext();
     Type *I64 = Type::getInt64Ty(C);
-    Slow = M.getOrInsertFunction("exo_carat_guard_slow", Type::getVoidTy(C), I64, I64,
+    // The runtime's entry that keeps the caller's registers (preserve_most): the cold call
+    // then constrains nothing in the hot code around it (src/carat/regions.c).
+    Slow = M.getOrInsertFunction("exo_carat_guard_slow_pm", Type::getVoidTy(C), I64, I64,
                                  Type::getInt32Ty(C), PointerType::getUnqual(C));
+    if (auto *SF = dyn_cast<Function>(Slow.getCallee()))
+      SF->setCallingConv(CallingConv::PreserveMost);
     FastBase = fastGlobal("exo_carat_fast_base");
     FastSpan = fastGlobal("exo_carat_fast_span");
     FastLimit = fastGlobal("exo_carat_fast_limit");
@@ -176,7 +180,8 @@ struct Emitter {
     Instruction *Then =
         SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
     IRBuilder<> T(Then);
-    T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)});
+    T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)})
+        ->setCallingConv(CallingConv::PreserveMost);
   }
 
   // The bounds change only when the program calls into the runtime (exo_carat_set_regions,

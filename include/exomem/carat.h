@@ -171,6 +171,9 @@ void exo_carat_hook_rearranged(void *base, uint64_t len);
  * one-region fast path (or, for a constant len, in its last EXO_CARAT_FAST_MIN_SPAN bytes);
  * returns if the access is allowed, else reports and raises SIGSEGV. */
 void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char *site);
+/* (On x86-64 the plugin calls exo_carat_guard_slow_pm instead: the same function through an
+ * assembly entry that keeps every general-purpose register but r11, LLVM's preserve_most
+ * convention; not for C callers.) */
 /* The one-region fast path the inline guards compare with: an access [a, a + len) with
  * a - exo_carat_fast_base <= exo_carat_fast_span - len (unsigned) needs no call. The span is
  * never below EXO_CARAT_FAST_MIN_SPAN, so that a constant len up to it needs one compare,

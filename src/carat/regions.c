@@ -200,3 +200,41 @@ EXO_API void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, con
         exo_os_signal_thread(exo_os_gettid(), SIGSEGV);
     }
 }
+
+/* exo_carat_guard_slow for the inline guards, with LLVM's preserve_most convention: it
+ * keeps every general-purpose register but r11 (the arguments come in rdi, rsi, rdx, rcx,
+ * as for the C function). A call that clobbers nothing makes the cold slow path free for
+ * the hot code around it: with the C convention every value live across a guard had to
+ * sit in one of the six callee-saved registers or be moved out of the way of the call.
+ * Entered with rsp 8 past a 16-byte boundary (the call's return address); nine pushes
+ * align it for the call. */
+#if defined(__x86_64__)
+__asm__(".pushsection .text\n"
+        ".globl exo_carat_guard_slow_pm\n"
+        ".type exo_carat_guard_slow_pm, @function\n"
+        "exo_carat_guard_slow_pm:\n"
+        ".cfi_startproc\n"
+        "pushq %rax\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rcx\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rdx\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rsi\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rdi\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r8\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r9\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r10\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r11\n.cfi_adjust_cfa_offset 8\n"
+        "call exo_carat_guard_slow@PLT\n"
+        "popq %r11\n.cfi_adjust_cfa_offset -8\n"
+        "popq %r10\n.cfi_adjust_cfa_offset -8\n"
+        "popq %r9\n.cfi_adjust_cfa_offset -8\n"
+        "popq %r8\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rdi\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rsi\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rdx\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rcx\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rax\n.cfi_adjust_cfa_offset -8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size exo_carat_guard_slow_pm, .-exo_carat_guard_slow_pm\n"
+        ".popsection\n");
+#endif
