@@ -1,9 +1,9 @@
 // Guards (CARAT section 4.1.1): every load, store, memory intrinsic and call is checked
 // against the process's protection regions, after CARAT's optimisations have removed what
 // they can (GuardOpt.cpp). A guard is inline code: with one region it compares the address
-// range with two globals the runtime keeps (exo_carat_fast_lo/hi) and calls the runtime
-// only when outside (exo_carat_guard_slow, which searches every region, reports a
-// violation and raises SIGSEGV).
+// range with two globals the runtime keeps (exo_carat_fast_base/limit, kept in registers)
+// and calls the runtime only when outside (exo_carat_guard_slow through its preserve_most
+// entry, which searches every region, reports a violation and raises SIGSEGV).
 #include "Guards.h"
 
 #include "llvm/IR/InlineAsm.h"
