@@ -123,9 +123,7 @@ BoundsKeepers exomem_carat::findBoundsKeepers(Module &M) {
   return Keep;
 }
 
-// May I make the fast path's bounds change and then go on? (A call that does not return
-// leaves the code that relied on them for good.)
-static bool mayCallOut(const Instruction &I, const BoundsKeepers &Keep) {
+bool exomem_carat::mayCallOut(const Instruction &I, const BoundsKeepers &Keep) {
   auto *CB = dyn_cast<CallBase>(&I);
   if (!CB || CB->doesNotReturn())
     return false;

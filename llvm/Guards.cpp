@@ -1,12 +1,13 @@
 // Guards (CARAT section 4.1.1): every load, store, memory intrinsic and call is checked
 // against the process's protection regions, after CARAT's optimisations have removed what
 // they can (GuardOpt.cpp). A guard is inline code: with one region it compares the address
-// range with two globals the runtime keeps (exo_carat_fast_lo/hi) and calls the runtime
-// only when outside (exo_carat_guard_slow, which searches every region, reports a
-// violation and raises SIGSEGV).
+// range with two globals the runtime keeps (exo_carat_fast_base/limit, kept in registers)
+// and calls the runtime only when outside (exo_carat_guard_slow through its preserve_most
+// entry, which searches every region, reports a violation and raises SIGSEGV).
 #include "Guards.h"
 
 #include "llvm/IR/InlineAsm.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
@@ -21,6 +22,11 @@ using namespace exomem_carat;
 // "maximum stack footprint of the compiler-produced code of the target function" (we use
 // one page for every callee rather than computing each callee's frame).
 static const uint64_t CallFrameBytes = 4096;
+
+static cl::opt<bool> GuardBoundsInRegisters(
+    "carat-guard-bounds-in-registers", cl::init(true),
+    cl::desc("exomem CARAT: keep the fast path's bounds in registers (read at entry and "
+             "after each call) rather than reading them from memory at each guard"));
 
 static bool skipCall(const CallBase &CB) {
   if (CB.isInlineAsm())
@@ -112,20 +118,26 @@ struct Emitter {
   Module &M;
   FunctionCallee Slow;
   GlobalVariable *FastBase, *FastSpan;
+  GlobalVariable *FastLimit;
   Function *ReadReg;
   MDNode *Unlikely;
   // The fast path of the function being guarded, kept in stack slots that are promoted to
-  // registers once every guard is in (null: read the globals at each guard): its base, its
-  // span, and the span less the runtime's minimum (below).
-  AllocaInst *BaseSlot = nullptr, *SpanSlot = nullptr, *LimitSlot = nullptr;
+  // registers once every guard is in (null: read the globals at each guard): its base and
+  // its span less the runtime's minimum (below; the span is that plus the minimum).
+  AllocaInst *BaseSlot = nullptr, *LimitSlot = nullptr;
 
   explicit Emitter(Module &Mod) : M(Mod) {
     LLVMContext &C = M.getContext();
     Type *I64 = Type::getInt64Ty(C);
-    Slow = M.getOrInsertFunction("exo_carat_guard_slow", Type::getVoidTy(C), I64, I64,
+    // The runtime's entry that keeps the caller's registers (preserve_most): the cold call
+    // then constrains nothing in the hot code around it (src/carat/regions.c).
+    Slow = M.getOrInsertFunction("exo_carat_guard_slow_pm", Type::getVoidTy(C), I64, I64,
                                  Type::getInt32Ty(C), PointerType::getUnqual(C));
+    if (auto *SF = dyn_cast<Function>(Slow.getCallee()))
+      SF->setCallingConv(CallingConv::PreserveMost);
     FastBase = fastGlobal("exo_carat_fast_base");
     FastSpan = fastGlobal("exo_carat_fast_span");
+    FastLimit = fastGlobal("exo_carat_fast_limit");
     ReadReg = Intrinsic::getDeclaration(&M, Intrinsic::read_register, {I64});
     Unlikely = MDBuilder(C).createBranchWeights(1, 1 << 20);
   }
@@ -155,11 +167,12 @@ struct Emitter {
     Value *Ok;
     auto *CLen = dyn_cast<ConstantInt>(Len);
     if (CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero())) {
-      Value *Limit = LimitSlot ? (Value *)B.CreateLoad(I64, LimitSlot, "carat.limit")
-                               : limitOf(B, B.CreateLoad(I64, FastSpan, "carat.span"));
+      Value *Limit = B.CreateLoad(I64, LimitSlot ? (Value *)LimitSlot : FastLimit, "carat.limit");
       Ok = B.CreateICmpULE(Off, Limit);
     } else {
-      Value *Span = B.CreateLoad(I64, SpanSlot ? (Value *)SpanSlot : FastSpan, "carat.span");
+      Value *Span = LimitSlot ? B.CreateAdd(B.CreateLoad(I64, LimitSlot, "carat.limit"),
+                                            B.getInt64(MinSpan), "carat.span")
+                              : (Value *)B.CreateLoad(I64, FastSpan, "carat.span");
       Ok = B.CreateAnd(B.CreateICmpULE(Off, Span), B.CreateICmpULE(Len, B.CreateSub(Span, Off)));
       if (MaybeZero)
         Ok = B.CreateOr(Ok, B.CreateICmpEQ(Len, ConstantInt::get(I64, 0)));
@@ -167,7 +180,8 @@ struct Emitter {
     Instruction *Then =
         SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
     IRBuilder<> T(Then);
-    T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)});
+    T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)})
+        ->setCallingConv(CallingConv::PreserveMost);
   }
 
   // The bounds change only when the program calls into the runtime (exo_carat_set_regions,
@@ -175,8 +189,8 @@ struct Emitter {
   // every guard, so that the backend keeps them in registers through loops. Not in functions
   // with invoke (exception edges) or setjmp (registers are not restored by longjmp).
   void beginFunction(Function &F) {
-    BaseSlot = SpanSlot = LimitSlot = nullptr;
-    if (F.callsFunctionThatReturnsTwice())
+    BaseSlot = LimitSlot = nullptr;
+    if (!GuardBoundsInRegisters || F.callsFunctionThatReturnsTwice())
       return;
     for (BasicBlock &BB : F)
       for (Instruction &I : BB)
@@ -186,28 +200,28 @@ struct Emitter {
     IRBuilder<> B(&Entry, Entry.getFirstInsertionPt());
     Type *I64 = B.getInt64Ty();
     BaseSlot = B.CreateAlloca(I64, nullptr, "carat.base.slot");
-    SpanSlot = B.CreateAlloca(I64, nullptr, "carat.span.slot");
     LimitSlot = B.CreateAlloca(I64, nullptr, "carat.limit.slot");
     reload(B);
   }
 
-  Value *limitOf(IRBuilder<> &B, Value *Span) { return B.CreateSub(Span, B.getInt64(MinSpan)); }
-
   void reload(IRBuilder<> &B) {
     Type *I64 = B.getInt64Ty();
     B.CreateStore(B.CreateLoad(I64, FastBase), BaseSlot);
-    Value *Span = B.CreateLoad(I64, FastSpan);
-    B.CreateStore(Span, SpanSlot);
-    B.CreateStore(limitOf(B, Span), LimitSlot);
+    B.CreateStore(B.CreateLoad(I64, FastLimit), LimitSlot);
   }
 
-  void endFunction(Function &F) {
+  // Reads the bounds again after each call that may reach the runtime (the slow path's
+  // own calls among them: a SIGSEGV handler may change the regions and return); not after
+  // calls that cannot (Keep: plain library calls, functions of the module that make only
+  // such calls), which leave the registers as they were.
+  void endFunction(Function &F, const BoundsKeepers &Keep) {
     if (!BaseSlot)
       return;
     SmallVector<CallBase *, 32> Calls;
     for (BasicBlock &BB : F)
       for (Instruction &I : BB)
-        if (auto *CB = dyn_cast<CallBase>(&I); CB && !isa<IntrinsicInst>(CB))
+        if (auto *CB = dyn_cast<CallBase>(&I);
+            CB && !isa<IntrinsicInst>(CB) && mayCallOut(*CB, Keep))
           Calls.push_back(CB);
     for (CallBase *CB : Calls)
       if (Instruction *Next = CB->getNextNode()) {
@@ -215,8 +229,8 @@ struct Emitter {
         reload(B);
       }
     DominatorTree DT(F);
-    PromoteMemToReg({BaseSlot, SpanSlot, LimitSlot}, DT);
-    BaseSlot = SpanSlot = LimitSlot = nullptr;
+    PromoteMemToReg({BaseSlot, LimitSlot}, DT);
+    BaseSlot = LimitSlot = nullptr;
   }
 
   void emit(Guard &G) {
@@ -253,9 +267,9 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
   Emitter E(M);
   bool Changed = false;
-  BoundsKeepers Keep;
-  if (O.Version)
-    Keep = findBoundsKeepers(M);
+  // Versioning and the bounds kept in registers across calls both need to know which
+  // calls cannot change the bounds; judged before any code changes.
+  BoundsKeepers Keep = findBoundsKeepers(M);
   for (Function &F : M) {
     if (F.isDeclaration() || isRuntimeFunction(F))
       continue;
@@ -280,7 +294,7 @@ bool exomem_carat::guardModule(Module &M, ModuleAnalysisManager &MAM, const Guar
         E.emit(G);
         C.Final++;
       }
-    E.endFunction(F);
+    E.endFunction(F, Keep);
     FAM.invalidate(F, PreservedAnalyses::none());
     Changed = true;
   }

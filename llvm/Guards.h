@@ -28,6 +28,9 @@ void prepareLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM);
 // (so cannot change the fast path's bounds), taken before any code is changed.
 using BoundsKeepers = std::set<const llvm::Function *>;
 BoundsKeepers findBoundsKeepers(llvm::Module &M);
+// May I make the fast path's bounds change and then go on? (A call that does not return
+// leaves the code that relied on them for good.)
+bool mayCallOut(const llvm::Instruction &I, const BoundsKeepers &Keep);
 // Copies loops whose accesses reach a bounded range from loop-invariant bases, entered
 // after one check of those ranges; Covered gets the accesses of those copies, which need
 // no guard. Counts the loops in C.

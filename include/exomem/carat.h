@@ -179,12 +179,17 @@ void exo_carat_hook_pin(const void *p);
  * one-region fast path (or, for a constant len, in its last EXO_CARAT_FAST_MIN_SPAN bytes);
  * returns if the access is allowed, else reports and raises SIGSEGV. */
 void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char *site);
+/* (On x86-64 the plugin calls exo_carat_guard_slow_pm instead: the same function through an
+ * assembly entry that keeps every general-purpose register but r11, LLVM's preserve_most
+ * convention; not for C callers.) */
 /* The one-region fast path the inline guards compare with: an access [a, a + len) with
  * a - exo_carat_fast_base <= exo_carat_fast_span - len (unsigned) needs no call. The span is
  * never below EXO_CARAT_FAST_MIN_SPAN, so that a constant len up to it needs one compare,
  * with exo_carat_fast_span - EXO_CARAT_FAST_MIN_SPAN (the same for every such access); when
- * there is no fast path the base is EXO_CARAT_FAST_CLOSED, an address no access can have. */
-extern uintptr_t exo_carat_fast_base, exo_carat_fast_span;
+ * there is no fast path the base is EXO_CARAT_FAST_CLOSED, an address no access can have.
+ * exo_carat_fast_limit is that value, kept by the runtime for guards that read it from
+ * memory rather than keeping it in a register. */
+extern uintptr_t exo_carat_fast_base, exo_carat_fast_span, exo_carat_fast_limit;
 #define EXO_CARAT_FAST_MIN_SPAN ((uintptr_t)4096)
 #define EXO_CARAT_FAST_CLOSED ((uintptr_t)1 << 63)
 /* The runtime's state that the plugin's inline hooks read and write in place of calls: the

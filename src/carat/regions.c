@@ -32,6 +32,7 @@ static _Atomic(struct region_set *) current;
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 
 EXO_API uintptr_t exo_carat_fast_base = USER_LO, exo_carat_fast_span = USER_HI - USER_LO;
+EXO_API uintptr_t exo_carat_fast_limit = USER_HI - USER_LO - EXO_CARAT_FAST_MIN_SPAN;
 
 static struct region_set *regions_now(void)
 {
@@ -85,11 +86,14 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
      * span first (a new span with the closed base passes nothing). */
     __atomic_store_n(&exo_carat_fast_base, EXO_CARAT_FAST_CLOSED, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_span, EXO_CARAT_FAST_MIN_SPAN, __ATOMIC_RELEASE);
+    __atomic_store_n(&exo_carat_fast_limit, 0, __ATOMIC_RELEASE);
     atomic_store_explicit(&current, s, memory_order_release);
     const struct region_set *now = regions_now();
     const int rw = EXO_CARAT_READ | EXO_CARAT_WRITE;
     if (now->n == 1 && (now->r[0].rights & rw) == rw && now->r[0].len >= EXO_CARAT_FAST_MIN_SPAN) {
         __atomic_store_n(&exo_carat_fast_span, now->r[0].len, __ATOMIC_RELEASE);
+        __atomic_store_n(&exo_carat_fast_limit, now->r[0].len - EXO_CARAT_FAST_MIN_SPAN,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(&exo_carat_fast_base, now->r[0].base, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&set_lock);
@@ -196,3 +200,41 @@ EXO_API void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, con
         exo_os_signal_thread(exo_os_gettid(), SIGSEGV);
     }
 }
+
+/* exo_carat_guard_slow for the inline guards, with LLVM's preserve_most convention: it
+ * keeps every general-purpose register but r11 (the arguments come in rdi, rsi, rdx, rcx,
+ * as for the C function). A call that clobbers nothing makes the cold slow path free for
+ * the hot code around it: with the C convention every value live across a guard had to
+ * sit in one of the six callee-saved registers or be moved out of the way of the call.
+ * Entered with rsp 8 past a 16-byte boundary (the call's return address); nine pushes
+ * align it for the call. */
+#if defined(__x86_64__)
+__asm__(".pushsection .text\n"
+        ".globl exo_carat_guard_slow_pm\n"
+        ".type exo_carat_guard_slow_pm, @function\n"
+        "exo_carat_guard_slow_pm:\n"
+        ".cfi_startproc\n"
+        "pushq %rax\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rcx\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rdx\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rsi\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %rdi\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r8\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r9\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r10\n.cfi_adjust_cfa_offset 8\n"
+        "pushq %r11\n.cfi_adjust_cfa_offset 8\n"
+        "call exo_carat_guard_slow@PLT\n"
+        "popq %r11\n.cfi_adjust_cfa_offset -8\n"
+        "popq %r10\n.cfi_adjust_cfa_offset -8\n"
+        "popq %r9\n.cfi_adjust_cfa_offset -8\n"
+        "popq %r8\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rdi\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rsi\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rdx\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rcx\n.cfi_adjust_cfa_offset -8\n"
+        "popq %rax\n.cfi_adjust_cfa_offset -8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size exo_carat_guard_slow_pm, .-exo_carat_guard_slow_pm\n"
+        ".popsection\n");
+#endif
