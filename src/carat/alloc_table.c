@@ -343,13 +343,14 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
     return 0;
 }
 
-bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
+uintptr_t exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
 {
     struct alloc *n = by_base_get(t, base);
     if (!n)
-        return false;
+        return 0;
+    uintptr_t size = n->size;
     drop(t, n);
-    return true;   /* lo/hi stay as they were: a filter may be loose, never too tight */
+    return size;   /* lo/hi stay as they were: a filter may be loose, never too tight */
 }
 
 /* The allocation containing addr among those not in the page index, or NULL. */

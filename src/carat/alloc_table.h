@@ -128,8 +128,8 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
  * pointers to it stay good. Inserted if none is at base. -EXO_ENOMEM. */
 int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                                  const char *site);
-/* Remove the allocation starting at base; false if none does. */
-bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
+/* Remove the allocation starting at base; returns its size, 0 if none starts there. */
+uintptr_t exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */
 struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr);
 /* Does an allocation contain addr? exo_carat_alloc_table_find(t, addr) != NULL, cheaper
