@@ -247,9 +247,12 @@ grep -q 'call void @exo_carat_hook_shadow_init' "$dir/ics.ll" || bad "no shadow 
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_shadow table_stress; do
-    if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ]; } &&
-       [ $sanitized = yes ]; then
-        continue   # as above
+    # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
+    # others of their size class: a stopped thread then holds an address in an untracked
+    # neighbour near the block, and every move of it is refused (moves assume glibc's).
+    if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
+         [ $t = move_shadow ]; } && [ $sanitized = yes ]; then
+        continue
     fi
     EXOMEM_CARAT_PARTS=track,shadow "$cc" "${flags[@]}" -I"$src/src" "$src/tests/carat/$t.c" \
         -o "$dir/shadow_$t" -lpthread || bad "$t.c (shadow) did not build"
