@@ -236,9 +236,8 @@ timeout 60 "$dir/move_inflight" >/dev/null || bad "move_inflight failed"
 # Escapes kept in the shadow (EXOMEM_CARAT_PARTS=track,shadow): the inline store is one
 # instruction (inline assembly) and no log append; the module reserves the shadow first.
 # Then the move tests again in that mode (not move_inflight: it stages the log), the table
-# under churn with a fortieth of its steps (small heap blocks are named in the shadow there,
-# and every query counts escapes by a scan of it), and move_shadow, the cases the shadow
-# handles its own way.
+# under churn with a fortieth of its steps (every query counts escapes by a scan of the
+# shadow), and move_shadow, the cases the shadow handles its own way.
 EXOMEM_CARAT_PARTS=track,shadow "$cc" "${flags[@]}" -S -emit-llvm \
     "$src/tests/carat/inline_counts.c" -o "$dir/ics.ll" || bad "inline_counts.c (shadow) did not compile"
 grep -q 'call void asm sideeffect "movq $0, ($1,$2)"' "$dir/ics.ll" || bad "no inline shadow store"

@@ -94,15 +94,6 @@ struct alloc_table {
      * a program stores point at the start of a block, and this finds those with one probe
      * where the tree takes a cache miss per level. */
     struct addr_map by_base;
-    /* With the shadow (shadow.h), small heap blocks are kept out of the hash by base: a
-     * block's node is named in the shadow word of its malloc chunk's size field (base - 8,
-     * which no store of the program's reaches), and listed in `heads` for walks (its index
-     * in the node's prio, which only tree nodes use). An insert and a free then touch the
-     * shadow next to the block's own instead of a hash entry on a line of its own (a
-     * third of Lua's time with the shadow went on those cache misses). */
-    bool by_head;
-    struct alloc **heads;
-    uint32_t nheads, heads_cap;
     uint64_t count;
     uint64_t bytes;          /* memory of nodes and escape sets (see alloc_table_bytes) */
     uint64_t peak_bytes;     /* the most exo_carat_alloc_table_bytes has been */
