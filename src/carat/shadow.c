@@ -33,8 +33,13 @@ int exo_carat_shadow_reserve(void)
         rc = exo_os_reserve_fixed(SHADOW_LO, SHADOW_LEN);
         if (rc == 0)
             rc = exo_os_protect(SHADOW_LO, SHADOW_LEN, EXO_ACCESS_RW);
-        if (rc == 0)
+        if (rc == 0) {
             __atomic_store_n(&exo_carat_shadow_on, true, __ATOMIC_RELEASE);
+            pthread_mutex_lock(&exo_carat.lock);
+            /* heap blocks named in their head words; without the arena, in the hash */
+            (void)exo_carat_alloc_table_use_heads(&exo_carat.table);
+            pthread_mutex_unlock(&exo_carat.lock);
+        }
     }
     pthread_mutex_unlock(&once);
     return rc;
