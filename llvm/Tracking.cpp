@@ -6,6 +6,7 @@
 
 #include "llvm/Analysis/CaptureTracking.h"
 #include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/MDBuilder.h"
@@ -20,6 +21,11 @@ static cl::opt<bool> OptInline(
     "carat-inline-hooks", cl::init(true),
     cl::desc("exomem CARAT: append escapes to the log and register stack objects inline, "
              "calling the runtime only on the rare path"));
+
+static cl::opt<bool> OptShadow(
+    "carat-escape-shadow", cl::init(false),
+    cl::desc("exomem CARAT: keep escapes in the runtime's shadow (one store of the pointer "
+             "at a fixed distance below the slot) instead of the escape log"));
 
 namespace {
 
@@ -87,7 +93,7 @@ bool isRearrangeCall(const CallBase &CB) {
 
 struct Runtime {
   FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackRelease, Escape,
-      Copy, Rearranged, Pin;
+      Copy, Rearranged, Pin, ShadowInit;
   // What the inline code reads and writes (carat_abi.h): the runtime's state, which starts
   // with the table's bounds; the thread's exo_carat_tls; a constant log length that says
   // "full", read instead of the log's when the thread has no log yet.
@@ -114,6 +120,7 @@ struct Runtime {
     Copy = M.getOrInsertFunction("exo_carat_hook_copy", V, P, P, I64);
     Rearranged = M.getOrInsertFunction("exo_carat_hook_rearranged", V, P, I64);
     Pin = M.getOrInsertFunction("exo_carat_hook_pin", V, P);
+    ShadowInit = M.getOrInsertFunction("exo_carat_hook_shadow_init", V);
   }
 };
 
@@ -164,8 +171,27 @@ Value *byteGEP(IRBuilder<> &B, Value *Base, uint64_t Off) {
 // dropped, as the hook drops them; anything else is appended to the thread's log, value,
 // slot, then count, in that order (a move may stop the thread between any two:
 // exo_carat_claim_inflight). The hook is called only without a log or with a full one.
-void emitEscape(Runtime &R, Instruction *Before, Value *Slot, Value *Val) {
+//
+// With the shadow (-carat-escape-shadow), an 8-byte aligned slot's escape is one store of the
+// value into the slot's shadow word, slot - EXO_CARAT_ABI_SHADOW_SUB: inline assembly, so
+// that it is one instruction addressed by the slot's own register (a move that stops the
+// thread before it patches that register like the store's; after it, the shadow word is
+// in the table's scan). Other slots call the hook, which puts them in the escape sets.
+void emitEscape(Runtime &R, Instruction *Before, Value *Slot, Value *Val, Align SlotAlign) {
   IRBuilder<> B(Before);
+  if (OptShadow) {
+    if (SlotAlign.value() < 8 || !OptInline) {
+      B.CreateCall(R.Escape, {Slot, Val});
+      return;
+    }
+    Type *I64 = B.getInt64Ty(), *P = B.getPtrTy();
+    FunctionType *FT = FunctionType::get(B.getVoidTy(), {I64, P, I64}, false);
+    InlineAsm *Store = InlineAsm::get(FT, "movq $0, ($1,$2)", "r,r,r,~{memory}", true);
+    B.CreateCall(FT, Store,
+                 {B.CreatePtrToInt(Val, I64), Slot,
+                  B.getInt64(-(int64_t)EXO_CARAT_ABI_SHADOW_SUB)});
+    return;
+  }
   if (!OptInline || !maySplitBefore(Before)) {
     B.CreateCall(R.Escape, {Slot, Val});
     return;
@@ -549,7 +575,8 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
         continue;
       IRBuilder<> B(SI);
       if (P) {
-        emitEscape(R, SI, SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy()));
+        emitEscape(R, SI, SI->getPointerOperand(), B.CreatePointerCast(P, B.getPtrTy()),
+                   SI->getAlign());
         C.Escapes++;
       } else if (auto *VT = dyn_cast<FixedVectorType>(V->getType());
                  VT && VT->getElementType()->isPointerTy()) {
@@ -558,7 +585,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
           IRBuilder<> BL(SI);   // emitEscape splits SI's block: a fresh builder each time
           Value *Slot = BL.CreateConstInBoundsGEP1_64(BL.getInt8Ty(), SI->getPointerOperand(),
                                                       8 * L);
-          emitEscape(R, SI, Slot, BL.CreateExtractElement(V, BL.getInt64(L)));
+          emitEscape(R, SI, Slot, BL.CreateExtractElement(V, BL.getInt64(L)), SI->getAlign());
         }
         C.Escapes++;
       } else if (mayCarryPointer(V, DL)) {
@@ -571,7 +598,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
           Value *Slot = BL.CreateConstInBoundsGEP1_64(BL.getInt8Ty(), SI->getPointerOperand(),
                                                       8 * L);
           Value *Lane = BL.CreateExtractElement(AsLanes, BL.getInt64(L));
-          emitEscape(R, SI, Slot, BL.CreateIntToPtr(Lane, BL.getPtrTy()));
+          emitEscape(R, SI, Slot, BL.CreateIntToPtr(Lane, BL.getPtrTy()), SI->getAlign());
         }
         C.Copies++;
       }
@@ -649,5 +676,16 @@ bool exomem_carat::trackModule(Module &M, ModuleAnalysisManager &, bool Allocs, 
   }
   if (Allocs)
     trackGlobals(M, R, Counts);
+  // The shadow is reserved before any of the module's code runs: its constructors come
+  // after this one (priority 0, the first).
+  if (Escapes && OptShadow) {
+    LLVMContext &Ctx = M.getContext();
+    Function *Ctor = Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
+                                      GlobalValue::InternalLinkage, "exomem.carat.shadow", M);
+    IRBuilder<> B(BasicBlock::Create(Ctx, "entry", Ctor));
+    B.CreateCall(R.ShadowInit, {});
+    B.CreateRetVoid();
+    appendToGlobalCtors(M, Ctor, 0);
+  }
   return true;
 }

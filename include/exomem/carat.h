@@ -167,6 +167,11 @@ void exo_carat_hook_escape(void *slot, const void *value);
 /* len bytes are about to be copied from src to dst (memcpy, memmove): the pointers among
  * them escape to dst. */
 void exo_carat_hook_copy(void *dst, const void *src, uint64_t len);
+/* A module built to keep its escapes in the shadow (EXOMEM_CARAT_PARTS=shadow) calls this
+ * from its first constructor: the runtime reserves the shadow (idempotent, thread-safe).
+ * If it cannot (something mapped there, a program not position-independent) it prints why
+ * and aborts: the module's stores would fault. */
+void exo_carat_hook_shadow_init(void);
 /* qsort rearranged the len bytes at base (bracketed by exo_carat_hook_realloc_begin before
  * it: no move came in between): the pointers there escape with their new values. */
 void exo_carat_hook_rearranged(void *base, uint64_t len);

@@ -7,8 +7,11 @@
 #include "carat/alloc_table.h"
 #include "carat/carat_mem.h"
 #include "carat/page_index.h"
+#include "carat/shadow.h"
 #include "internal.h"
+#include "os/os.h"
 
+#include <exomem/access.h>
 #include <string.h>
 
 static uint32_t next_prio(void)
@@ -72,13 +75,134 @@ unsigned exo_carat_escape_bucket(uint64_t n)
 
 /* ---- the hash by base ---- */
 
+/* A head word holds its node's address with this bit set (no user-space pointer has it). */
+#define HEAD_TAG ((uintptr_t)1 << 63)
+
+/* The head word of a heap block at base (alloc_table.h), or NULL if it has none. */
+static uintptr_t *head_of(const struct alloc_table *t, uintptr_t base)
+{
+    return t->by_head && !(base & 15) ? exo_carat_shadow_word(base - 8) : NULL;
+}
+
+/* The nodes' arena: at a fixed place above the shadow's reservation, without memory behind
+ * it until used. The shadow also holds the program's own integers (the lanes of stores
+ * the plugin cannot tell from pointers), so a word with the tag may be anything: it is
+ * read as a node only if it points at a node's place in the arena, and freed nodes there
+ * keep base 0, so that a stale or chance word names no block. */
+#define ARENA_LO 0x410000100000ull
+#define ARENA_LEN (64ull << 30)
+
+int exo_carat_alloc_table_use_heads(struct alloc_table *t)
+{
+    if (t->by_head)
+        return 0;
+    int rc = exo_os_reserve_fixed(ARENA_LO, ARENA_LEN);
+    if (rc == 0 && (rc = exo_os_protect(ARENA_LO, ARENA_LEN, EXO_ACCESS_RW)) != 0)
+        exo_os_unmap(ARENA_LO, ARENA_LEN);
+    if (rc)
+        return rc;
+    t->arena_lo = t->arena_next = ARENA_LO;
+    t->arena_end = ARENA_LO + ARENA_LEN;
+    t->by_head = true;
+    return 0;
+}
+
+static bool in_arena(const struct alloc_table *t, uintptr_t p)
+{
+    return p - t->arena_lo < t->arena_next - t->arena_lo && !(p % sizeof(struct alloc));
+}
+
+/* A zeroed node: from the arena once heads are on (or from the runtime's allocator). */
+static struct alloc *node_alloc(struct alloc_table *t)
+{
+    struct alloc *n = NULL;
+    if (t->by_head && t->nspare)
+        n = t->spare[--t->nspare];
+    else if (t->by_head && t->arena_next < t->arena_end) {
+        n = (struct alloc *)t->arena_next;
+        t->arena_next += sizeof *n;
+    }
+    if (!n)
+        return exo_carat_mem_alloc(sizeof *n);
+    memset(n, 0, sizeof *n);
+    return n;
+}
+
+static void node_free(struct alloc_table *t, struct alloc *n)
+{
+    if (!in_arena(t, (uintptr_t)n)) {
+        exo_carat_mem_free(n, sizeof *n);
+        return;
+    }
+    n->base = 0;   /* names no block any more */
+    if (t->nspare == t->spare_cap) {
+        uint32_t cap = t->spare_cap ? 2 * t->spare_cap : 1024;
+        struct alloc **bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
+        if (!bigger)
+            return;   /* leaked in the arena: it still reads as no block's */
+        if (t->nspare)
+            memcpy(bigger, t->spare, t->nspare * sizeof *bigger);
+        exo_carat_mem_free(t->spare, t->spare_cap * sizeof *t->spare);
+        t->spare = bigger;
+        t->spare_cap = cap;
+    }
+    t->spare[t->nspare++] = n;
+}
+
 static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
 {
+    const uintptr_t *h = head_of(t, base);
+    if (h && (*h & HEAD_TAG) && in_arena(t, *h & ~HEAD_TAG)) {
+        struct alloc *n = (struct alloc *)(*h & ~HEAD_TAG);
+        if (n->base == base)
+            return n;
+    }
     return exo_carat_addr_map_get(&t->by_base, base);
+}
+
+/* List n in heads. -EXO_ENOMEM. */
+static int heads_push(struct alloc_table *t, struct alloc *n)
+{
+    if (t->nheads == t->heads_cap) {
+        uint32_t cap = t->heads_cap ? 2 * t->heads_cap : 1024;
+        struct alloc **bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
+        if (!bigger)
+            return -EXO_ENOMEM;
+        if (t->nheads)
+            memcpy(bigger, t->heads, t->nheads * sizeof *bigger);
+        exo_carat_mem_free(t->heads, t->heads_cap * sizeof *t->heads);
+        t->heads = bigger;
+        t->heads_cap = cap;
+    }
+    n->prio = t->nheads;
+    t->heads[t->nheads++] = n;
+    return 0;
+}
+
+/* Name n where by_base_get finds it: its head word, or the hash (room reserved). */
+static void by_base_add(struct alloc_table *t, struct alloc *n)
+{
+    uintptr_t *h = n->kind == EXO_CARAT_HEAP && n->index == INDEX_PAGES &&
+                           in_arena(t, (uintptr_t)n)
+                       ? head_of(t, n->base)
+                       : NULL;
+    if (h && !*h && heads_push(t, n) == 0) {
+        *h = (uintptr_t)n | HEAD_TAG;
+        return;
+    }
+    exo_carat_addr_map_put(&t->by_base, n->base, n);
 }
 
 static void by_base_remove(struct alloc_table *t, const struct alloc *n)
 {
+    uintptr_t *h = head_of(t, n->base);
+    if (h && *h == ((uintptr_t)n | HEAD_TAG)) {
+        *h = 0;
+        struct alloc *last = t->heads[--t->nheads];
+        t->heads[n->prio] = last;
+        last->prio = n->prio;
+        return;
+    }
     uint32_t i = exo_carat_addr_map_find(&t->by_base, n->base);
     if (i != UINT32_MAX)
         exo_carat_addr_map_remove_at(&t->by_base, i);
@@ -106,7 +230,9 @@ static void forget_cached(struct alloc_table *t, const struct alloc *n)
 
 uint64_t exo_carat_alloc_table_bytes(const struct alloc_table *t)
 {
-    return t->bytes + t->by_base.bytes + t->pages.map.bytes + t->pages.bits_bytes +
+    return t->bytes + t->by_base.bytes + (uint64_t)t->heads_cap * sizeof *t->heads +
+           (uint64_t)t->spare_cap * sizeof *t->spare +
+           t->pages.map.bytes + t->pages.bits_bytes +
            (uint64_t)t->odd_cap * sizeof *t->odd;
 }
 
@@ -248,7 +374,7 @@ static void drop(struct alloc_table *t, struct alloc *n)
     t->count--;
     forget_cached(t, n);
     by_base_remove(t, n);
-    exo_carat_mem_free(n, sizeof *n);
+    node_free(t, n);
 }
 
 /* ---- insert and remove ---- */
@@ -300,7 +426,7 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     drop_overlapping(t, base, base + (size ? size : 1));
     if (exo_carat_addr_map_reserve(&t->by_base))
         return -EXO_ENOMEM;
-    struct alloc *n = exo_carat_mem_alloc(sizeof *n);
+    struct alloc *n = node_alloc(t);
     if (!n)
         return -EXO_ENOMEM;
     n->base = base;
@@ -313,10 +439,10 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     while (n->align_shift < 12 && !(base & ((uintptr_t)1 << n->align_shift)))
         n->align_shift++;
     n->pinned = 0;
-    exo_carat_addr_map_put(&t->by_base, n->base, n);
     t->count++;
     t->bytes += sizeof *n;
     index_add(t, n);
+    by_base_add(t, n);   /* after index_add: which index it is in decides */
     if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
         t->worst = n;
     if (t->count == 1) {   /* the only one: the filter starts again from it */
@@ -334,23 +460,28 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
     if (!n)
         return exo_carat_alloc_table_insert(t, base, size, kind, site);
     size = size ? size : 1;
+    if (exo_carat_addr_map_reserve(&t->by_base))   /* it may go from a head word to the hash */
+        return -EXO_ENOMEM;
     forget_cached(t, n);
+    by_base_remove(t, n);
     index_remove(t, n);
     /* What it grew over was free: any allocation there is stale. */
     drop_overlapping(t, base, base + size);
     n->size = size;
     index_add(t, n);
+    by_base_add(t, n);
     widen_filter(t, base, base + size);
     return 0;
 }
 
-bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
+uintptr_t exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base)
 {
     struct alloc *n = by_base_get(t, base);
     if (!n)
-        return false;
+        return 0;
+    uintptr_t size = n->size;
     drop(t, n);
-    return true;   /* lo/hi stay as they were: a filter may be loose, never too tight */
+    return size;   /* lo/hi stay as they were: a filter may be loose, never too tight */
 }
 
 /* The allocation containing addr among those not in the page index, or NULL. */
@@ -412,13 +543,16 @@ void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintpt
     /* Out of every index, drop any stale allocation recorded where it goes (a block freed
      * where we could not see it), back in at the new base. */
     forget_cached(t, a);
+    by_base_remove(t, a);   /* first: a head's index is in prio, which the tree uses */
     index_remove(t, a);
-    by_base_remove(t, a);
     drop_overlapping(t, new_base, new_base + new_size);
     a->base = new_base;
     a->size = new_size;
-    exo_carat_addr_map_put(&t->by_base, a->base, a);   /* room: a's own entry just left */
+    /* Room in the hash: a's own entry just left it, or (a head before) reserved here; if
+     * that fails, a head word or the list will do, or the hash is past half full. */
+    (void)exo_carat_addr_map_reserve(&t->by_base);
     index_add(t, a);
+    by_base_add(t, a);
     widen_filter(t, new_base, new_base + a->size);
 }
 
@@ -426,6 +560,9 @@ void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *
 {
     for (uint32_t i = 0; i < t->by_base.cap; i++)
         if (t->by_base.e[i].value && fn(t->by_base.e[i].value, arg))
+            return;
+    for (uint32_t i = 0; i < t->nheads; i++)
+        if (fn(t->heads[i], arg))
             return;
 }
 
@@ -438,6 +575,8 @@ void exo_carat_alloc_table_clear(struct alloc_table *t)
         else
             i++;
     }
+    while (t->nheads)
+        drop(t, t->heads[t->nheads - 1]);
 }
 
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a)

@@ -96,6 +96,20 @@ struct alloc_table {
      * a program stores point at the start of a block, and this finds those with one probe
      * where the tree takes a cache miss per level. */
     struct addr_map by_base;
+    /* With the shadow (shadow.h), small heap blocks are kept out of the hash by base: a
+     * block's node is named in the shadow word of its malloc chunk's size field (base - 8,
+     * which no store of the program's reaches), and listed in `heads` for walks (its index
+     * in the node's prio, which only tree nodes use). An insert and a free then touch the
+     * shadow next to the block's own instead of a hash entry on a line of its own (a
+     * third of Lua's time with the shadow went on those cache misses). */
+    bool by_head;
+    struct alloc **heads;
+    uint32_t nheads, heads_cap;
+    /* Those nodes come from an arena of their own (alloc_table.c): a tagged word in the
+     * shadow is read as a node only if it points there. Freed ones are kept in `spare`. */
+    uintptr_t arena_lo, arena_next, arena_end;
+    struct alloc **spare;
+    uint32_t nspare, spare_cap;
     uint64_t count;
     uint64_t bytes;          /* memory of nodes and escape sets (see alloc_table_bytes) */
     uint64_t peak_bytes;     /* the most exo_carat_alloc_table_bytes has been */
@@ -123,6 +137,10 @@ struct alloc *exo_carat_alloc_table_worst(struct alloc_table *t);
 /* The histogram bucket of an allocation with n escapes: 0 for none, else 1 + log2(n). */
 unsigned exo_carat_escape_bucket(uint64_t n);
 
+/* Name small heap blocks in the shadow words of their chunk headers from now on (the shadow
+ * is reserved): reserves the nodes' arena. 0, or a -EXO_ code (nothing changed). */
+int exo_carat_alloc_table_use_heads(struct alloc_table *t);
+
 /* Add [base, base+size). Allocations it overlaps are dropped: the allocator handed this
  * memory out again, so they were freed where we could not see it (an uninstrumented
  * library). -EXO_ENOMEM. */
@@ -132,8 +150,8 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
  * pointers to it stay good. Inserted if none is at base. -EXO_ENOMEM. */
 int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                                  const char *site);
-/* Remove the allocation starting at base; false if none does. */
-bool exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
+/* Remove the allocation starting at base; returns its size, 0 if none starts there. */
+uintptr_t exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */
 struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr);
 /* Does an allocation contain addr? exo_carat_alloc_table_find(t, addr) != NULL, cheaper

@@ -30,4 +30,17 @@
 #define EXO_CARAT_ABI_STACK_OBJ_SIZE 8
 #define EXO_CARAT_ABI_STACK_OBJ_SITE 16
 
+/* The lazy escape map (EXOMEM_CARAT_PARTS=shadow; shadow.c): a pointer store into slot s
+ * first writes the pointer to s - SHADOW_SUB as well, one instruction. Addresses from
+ * SHADOW_USER_LO up to the top of user space (where PIE programs, their heaps, mmap and
+ * AddressSanitizer's heap, from 0x500000000000, live) have that shadow; the runtime
+ * reserves it, without memory behind it, at start-up: [0x110000000000, 0x410000001000),
+ * above AddressSanitizer's own shadow. The distance is a multiple of 8 and not of 4096:
+ * a slot and its shadow word on the same offset of their pages would compete for the same
+ * cache sets, and a load of one after a store to the other waits on the processor's check
+ * of the page offset (4K aliasing). */
+#define EXO_CARAT_ABI_SHADOW_SUB (0x3f0000000000ull - 0x840)
+#define EXO_CARAT_ABI_SHADOW_USER_LO 0x500000000000ull
+#define EXO_CARAT_ABI_SHADOW_USER_HI 0x800000000000ull
+
 #endif

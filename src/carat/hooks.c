@@ -3,6 +3,7 @@
  * runtime's lazy set-up. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
+#include "carat/shadow.h"
 #include "internal.h"
 #include "os/os.h"
 
@@ -304,6 +305,16 @@ CARAT_NO_ASAN void exo_carat_scan_copy(uintptr_t dst, uintptr_t src, uint64_t le
     }
 }
 
+/* May the escape sets hold anything? Always, unless the program stores its escapes in the
+ * shadow (shadow.h): then only the stores the shadow cannot take (into slots not on an
+ * 8-byte boundary) go to the sets, applied at once and counted, and a program without any
+ * skips the sets' upkeep on copies and reallocs. */
+static bool sets_in_use(void)
+{
+    return !exo_carat_shadow_on ||
+           atomic_load_explicit(&exo_carat.count.escapes, memory_order_relaxed) != 0;
+}
+
 /* Has another thread logged escapes the table has not seen yet? Only the thread itself
  * appends to its log, and emptying it takes the lock the caller holds, so a count read
  * while it appends can only err toward yes. */
@@ -385,8 +396,15 @@ static void untrack(void *p, bool gone)
      * then die with it (struct escape_slot's in_alloc). */
     if (exo_carat_tls.thread)
         exo_carat_flush_thread(exo_carat_tls.thread, !gone);
-    exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
+    uintptr_t size = exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     pthread_mutex_unlock(&exo_carat.lock);
+    /* Its slots hold no pointer of the program's any more. For a block realloc freed
+     * already (gone), after realloc's copy (the caller copied its shadow first): another
+     * thread that got the block from malloc in between loses the shadow of what it stored
+     * there, as the table loses its record (removed by base here): the window the realloc
+     * hook has always had. */
+    if (size)
+        exo_carat_shadow_clear((uintptr_t)p, size);
     atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);
     carat_leave();
 }
@@ -424,16 +442,27 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
                 if (was && was->base == (uintptr_t)old)
                     old_size = was->size < size ? was->size : size;
                 pthread_mutex_unlock(&exo_carat.lock);
+                /* The shadow: old's known pointers are p's now (before untrack clears
+                 * old's); the rest of p holds none. */
+                if (old_size)
+                    exo_carat_shadow_copy((uintptr_t)p, (uintptr_t)old, old_size);
+                else
+                    exo_carat_shadow_take((uintptr_t)p, (uintptr_t)p, size,
+                                          exo_carat.table.lo, exo_carat.table.hi);
                 untrack(old, true);
             }
+            if (old_size)   /* not for realloc(NULL, n): a malloc, as the alloc hook */
+                exo_carat_shadow_clear((uintptr_t)p + old_size, size - old_size);
             track(p, size, EXO_CARAT_HEAP, site);
             /* the pointers old held are in p now */
-            if (old) {   /* realloc(NULL, n), a malloc, copied nothing: no scan, no flush */
+            if (old && sets_in_use()) {   /* realloc(NULL, n), a malloc, copied nothing: no scan, no flush */
                 pthread_mutex_lock(&exo_carat.lock);
                 exo_carat_flush_own();   /* older than the scan: applied first (hook_copy) */
+                /* A block the runtime never saw: whatever looks like a pointer (with the
+                 * shadow, taken there above). */
                 if (old_size)
                     exo_carat_scan_known((uintptr_t)p, (uintptr_t)old, old_size, true);
-                else   /* a block the runtime never saw: whatever looks like a pointer */
+                else if (!exo_carat_shadow_on)
                     exo_carat_scan_copy((uintptr_t)p, (uintptr_t)p, size);
                 pthread_mutex_unlock(&exo_carat.lock);
             }
@@ -547,6 +576,8 @@ EXO_API void exo_carat_hook_escape(void *slot, const void *value)
     uintptr_t hi = __atomic_load_n(&exo_carat.table.hi, __ATOMIC_RELAXED);
     if ((uintptr_t)value - lo > hi - lo)
         return;
+    if (exo_carat_shadow_on && exo_carat_shadow_escape((uintptr_t)slot, (uintptr_t)value))
+        return;
     struct carat_thread *t = tls->thread;
     if (__builtin_expect(!t || t->n == CARAT_LOG_CAP, 0)) {
         escape_slow((uintptr_t)slot, (uintptr_t)value);
@@ -582,6 +613,25 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
      * flush: a move patches only a slot that still holds its recorded value. */
     if (!any_pointer_like(src, len))
         return;
+    if (exo_carat_shadow_on) {
+        /* Memory the runtime knows nothing of (the thread's stack, whose stores into its
+         * own frames have no shadow; an uninstrumented library's data): every word that
+         * may be a pointer is taken, as scan_copy does. */
+        struct carat_tls *tls = &exo_carat_tls;
+        if (!tls->thread)
+            my_thread();   /* for its stack's bounds */
+        bool unknown = (uintptr_t)src - tls->stack_lo < tls->stack_end - tls->stack_lo;
+        if (!unknown) {
+            carat_enter();
+            pthread_mutex_lock(&exo_carat.lock);
+            unknown = !exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)src);
+            pthread_mutex_unlock(&exo_carat.lock);
+            carat_leave();
+        }
+        exo_carat_shadow_copy_hook((uintptr_t)dst, (uintptr_t)src, len, unknown);
+        if (!sets_in_use())
+            return;
+    }
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
     /* The scan writes the table directly: this thread's logged escapes are older and must
@@ -590,10 +640,11 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
      * lookaside slots are stored to, freed and copied into again all the time). */
     exo_carat_flush_own();
     /* Out of tracked memory (a stack, an uninstrumented library's data) the runtime heard of
-     * no store: every word that points into an allocation is taken. */
+     * no store: every word that points into an allocation is taken (with the shadow, taken
+     * there already: only the escape sets' own slots are carried). */
     if (exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)src))
         exo_carat_scan_known((uintptr_t)dst, (uintptr_t)src, len, false);
-    else
+    else if (!exo_carat_shadow_on)
         exo_carat_scan_copy((uintptr_t)dst, (uintptr_t)src, len);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
@@ -601,7 +652,10 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
 
 EXO_API void exo_carat_hook_rearranged(void *base, uint64_t len)
 {
-    if (base && len >= sizeof(void *)) {
+    if (base && len >= sizeof(void *))   /* the sort moved words the shadow does not know */
+        exo_carat_shadow_take((uintptr_t)base, (uintptr_t)base, len, exo_carat.table.lo,
+                              exo_carat.table.hi);
+    if (base && len >= sizeof(void *) && sets_in_use()) {
         pthread_mutex_lock(&exo_carat.lock);
         exo_carat_flush_own();
         exo_carat_scan_copy((uintptr_t)base, (uintptr_t)base, len);
@@ -630,6 +684,8 @@ EXO_API void exo_carat_hook_pin(const void *p)
 EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
 {
     carat_ensure_init();
+    if (exo_carat_shadow_on && !exo_carat_tls.thread)
+        my_thread();   /* its stack's bounds: stores there are not counted (as in the sets) */
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
     exo_carat_flush_own();
@@ -638,7 +694,9 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
         info->base = a->base;
         info->size = a->size;
         info->kind = a->kind;
-        info->escapes = a->escapes.count;
+        info->escapes = a->escapes.count +
+                        exo_carat_shadow_count(a->base, a->size, exo_carat_tls.stack_lo,
+                                               exo_carat_tls.stack_end);
         info->site = a->site;
     }
     pthread_mutex_unlock(&exo_carat.lock);
@@ -700,6 +758,11 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
 uintptr_t exo_carat_worst_heap(void)
 {
     exo_carat_flush_own();
+    if (exo_carat_shadow_on) {
+        uintptr_t w = exo_carat_shadow_pick();
+        if (w)
+            return w;
+    }
     struct alloc *best = exo_carat_alloc_table_worst(&exo_carat.table);
     return best ? best->base : 0;
 }

@@ -25,6 +25,7 @@
  * the next chunk's address (the block's last usable word): those are malloc's. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
+#include "carat/shadow.h"
 #include "os/os.h"
 #include "internal.h"
 
@@ -274,6 +275,35 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
         }
     }
     patch_batch(p, batch, n);
+}
+
+/* A slot whose shadow word points into the block (shadow.h): patched if it still holds that
+ * very value, with the same exception for glibc's link to the next chunk as the escape
+ * sets' (patch_escapes), and its shadow follows the block either way (a thread stopped
+ * between the shadow store and its own store writes the patched register there next). The
+ * slot lies in a writable mapping of this stop: it can be read. */
+CARAT_NO_ASAN static void patch_shadow_slot(uintptr_t slot, uintptr_t *shadow, void *arg)
+{
+    struct patch *p = arg;
+    uintptr_t v = *shadow, word;
+    memcpy(&word, (const void *)slot, sizeof word);
+    if (word == v && (v != p->base + p->size - 8 ||
+                      exo_carat_alloc_table_holds(&exo_carat.table, slot)))
+        patch_word(p, (uintptr_t *)slot);
+    *shadow = v + (uintptr_t)p->delta;
+}
+
+/* The slots the shadow knows, over every writable mapping: 0 or -EXO_ code (the mappings
+ * unreadable: nothing moved yet, the move is given up). */
+static int patch_shadow(struct patch *p)
+{
+    if (!exo_carat_shadow_on)
+        return 0;
+    int rc = load_maps();
+    if (rc)
+        return rc;
+    return exo_carat_shadow_visit(ranges, nranges, p->base, p->base + p->size,
+                                  patch_shadow_slot, p);
 }
 
 /* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through
@@ -545,6 +575,9 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     bool refused;
     void *dest = copy_block(base, align, span, &refused);
     if (!dest && refused) {
+        pthread_mutex_lock(&exo_carat.lock);
+        exo_carat_shadow_refused(base);
+        pthread_mutex_unlock(&exo_carat.lock);
         atomic_fetch_add(&exo_carat.count.moves_refused, 1);
         return exo_fail(EXO_EAGAIN, "no block for a copy of the %lu-byte allocation at %#lx "
                         "at the same address modulo %lu: nothing moved, try again",
@@ -603,6 +636,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
             patch_thread(&p, parked[i].tid, parked[i].ucontext);
     patch_partial_entries(&p);
     if (p.derived) {
+        exo_carat_shadow_refused(base);
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
@@ -616,8 +650,16 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     }
     p.check = false;
     p.in_libc = false;
+    /* The shadow's scan needs the mappings: read before anything is patched. */
+    if (exo_carat_shadow_on && load_maps() != 0) {
+        pthread_mutex_unlock(&exo_carat.lock);
+        exo_carat_world_resume();
+        free(dest);
+        return exo_fail(EXO_EIO, "cannot read this process's mappings for the shadow's scan");
+    }
     uint64_t t2 = exo_os_now_ns();
     patch_escapes(&p, a);
+    patch_shadow(&p);
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
@@ -631,6 +673,12 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     exo_carat_alloc_table_rebase(&exo_carat.table, a, (uintptr_t)dest,
                                  dest_usable > span ? dest_usable : span);
     rekey_inner_slots(a, &p);
+    /* The shadow of the old slots (followed above) is the new block's now; the old block's
+     * memory is freed once the threads resume, and holds no pointer. */
+    exo_carat_shadow_copy((uintptr_t)dest, base, span);
+    exo_carat_shadow_clear((uintptr_t)dest + span, dest_usable > span ? dest_usable - span : 0);
+    exo_carat_shadow_clear(base, span);
+    exo_carat_shadow_moved(base, (uintptr_t)dest);
     /* The pointers the block holds into other allocations: known at the old slots (every
      * log was applied first), now at the same offsets of the new block. */
     exo_carat_scan_known((uintptr_t)dest, base, span, true);

@@ -262,6 +262,11 @@ int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi);
  * caller then must not read directly either, unless it knows the memory is there). */
 int exo_os_read_self(const uintptr_t *addr, uintptr_t *word, bool *ok, size_t n);
 
+/* Which pages of [addr, addr + len) are in memory (mincore): vec[i] bit 0 for the i-th page
+ * (addr page-aligned; vec has a byte per page). Never faults them in. 0 or a -EXO_ code
+ * (-EXO_ENOMEM: part of the range is not mapped). */
+int exo_os_resident(uint64_t addr, uint64_t len, unsigned char *vec);
+
 /* The calling thread's stack [*lo, *hi) as the C library knows it (pthread_getattr_np: for
  * the main thread, from /proc/self/maps and the stack size limit; it may call malloc).
  * -EXO_EIO if the C library cannot tell. */

@@ -6,6 +6,7 @@
 #include "carat_check.h"
 
 #include <exomem/carat.h>
+#include <exomem/error.h>
 #include <stdint.h>
 
 /* free() through a pointer the compiler cannot see through: not reported to the runtime. */
@@ -29,7 +30,14 @@ int main(void)
     CHECK(exo_carat_alloc_find(target, &info) == 0 && info.escapes == 2);
     unseen_free(big);               /* munmap'd; the table does not know */
     void *nb;
-    CHECK(exo_carat_move(target, &nb, NULL) == 0);   /* read directly, this was a SIGSEGV */
+    /* A refusal (a stopped thread holding an address near the block) changes nothing: try
+     * again. In the sanitizer build the first try is refused (a stale word 265 bytes past
+     * the block in the waiting thread's frame, since the shadow's changes to the runtime;
+     * why is not known). */
+    int rc = -EXO_EAGAIN;
+    for (int tries = 0; tries < 10 && rc == -EXO_EAGAIN; tries++)
+        rc = exo_carat_move(target, &nb, NULL);   /* read directly, this was a SIGSEGV */
+    CHECK(rc == 0);
     CHECK(other[3] == nb && target == nb && target[0] == 7);
     free(other);
     free(target);
