@@ -160,20 +160,31 @@ static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
     return exo_carat_addr_map_get(&t->by_base, base);
 }
 
+/* Room for one more element in an array of n elements of elem bytes: doubled when full
+ * (first elements the first time). -EXO_ENOMEM leaves it as it was. Lock held. */
+static int grow_array(void **arr, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t bigger_cap = *cap ? 2 * *cap : first;
+    void *bigger = exo_carat_mem_alloc(bigger_cap * elem);
+    if (!bigger)
+        return -EXO_ENOMEM;
+    if (n)
+        memcpy(bigger, *arr, n * elem);
+    exo_carat_mem_free(*arr, *cap * elem);
+    *arr = bigger;
+    *cap = bigger_cap;
+    return 0;
+}
+
 /* List n in heads. -EXO_ENOMEM. */
 static int heads_push(struct alloc_table *t, struct alloc *n)
 {
-    if (t->nheads == t->heads_cap) {
-        uint32_t cap = t->heads_cap ? 2 * t->heads_cap : 1024;
-        struct alloc **bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
-        if (!bigger)
-            return -EXO_ENOMEM;
-        if (t->nheads)
-            memcpy(bigger, t->heads, t->nheads * sizeof *bigger);
-        exo_carat_mem_free(t->heads, t->heads_cap * sizeof *t->heads);
-        t->heads = bigger;
-        t->heads_cap = cap;
-    }
+    void *heads = t->heads;
+    if (grow_array(&heads, &t->heads_cap, t->nheads, sizeof *t->heads, 1024))
+        return -EXO_ENOMEM;
+    t->heads = heads;
     n->prio = t->nheads;
     t->heads[t->nheads++] = n;
     return 0;
@@ -265,17 +276,10 @@ static uint32_t odd_upto(const struct alloc_table *t, uintptr_t addr)
 
 static int odd_add(struct alloc_table *t, struct alloc *n)
 {
-    if (t->nodd == t->odd_cap) {
-        uint32_t cap = t->odd_cap ? 2 * t->odd_cap : 64;
-        struct odd_block *bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
-        if (!bigger)
-            return -EXO_ENOMEM;
-        if (t->nodd)
-            memcpy(bigger, t->odd, t->nodd * sizeof *bigger);
-        exo_carat_mem_free(t->odd, t->odd_cap * sizeof *t->odd);
-        t->odd = bigger;
-        t->odd_cap = cap;
-    }
+    void *odd = t->odd;
+    if (grow_array(&odd, &t->odd_cap, t->nodd, sizeof *t->odd, 64))
+        return -EXO_ENOMEM;
+    t->odd = odd;
     uint32_t i = odd_upto(t, n->base);
     memmove(&t->odd[i + 1], &t->odd[i], (t->nodd - i) * sizeof *t->odd);
     t->odd[i] = (struct odd_block){ n->base, n->size, n };
