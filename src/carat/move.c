@@ -293,17 +293,13 @@ CARAT_NO_ASAN static void patch_shadow_slot(uintptr_t slot, uintptr_t *shadow, v
     *shadow = v + (uintptr_t)p->delta;
 }
 
-/* The slots the shadow knows, over every writable mapping: 0 or -EXO_ code (the mappings
- * unreadable: nothing moved yet, the move is given up). */
-static int patch_shadow(struct patch *p)
+/* The slots the shadow knows, over every writable mapping (loaded by the caller before
+ * anything was patched). */
+static void patch_shadow(struct patch *p)
 {
-    if (!exo_carat_shadow_on)
-        return 0;
-    int rc = load_maps();
-    if (rc)
-        return rc;
-    return exo_carat_shadow_visit(ranges, nranges, p->base, p->base + p->size,
-                                  patch_shadow_slot, p);
+    if (exo_carat_shadow_on)
+        exo_carat_shadow_visit(ranges, nranges, p->base, p->base + p->size, patch_shadow_slot,
+                               p);
 }
 
 /* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through
