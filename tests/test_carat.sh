@@ -270,6 +270,12 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     steps=; [ $t = table_stress ] && steps=5000
     timeout 300 "$dir/shadow_$t" $steps >/dev/null || bad "$t failed with the shadow"
 done
+# A move's scan of the shadow that cannot ask which of its pages are in memory (the first
+# mincore fails) reads them all: it still patches every slot, and the shadow follows.
+if [ $sanitized = no ]; then
+    EXOMEM_FAULT=resident:1:ENOMEM timeout 300 "$dir/shadow_move_shadow" >/dev/null ||
+        bad "move_shadow failed when mincore failed"
+fi
 
 # The quarantine of old copies: a write through a pointer a move missed is found, counted
 # and reported; without EXOMEM_CARAT_QUARANTINE nothing is kept.

@@ -147,8 +147,9 @@ EXO_API void exo_carat_hook_shadow_init(void)
 static unsigned char resident[RESIDENT_CHUNK];
 
 /* Visit the slots of [lo, hi) (8-byte aligned, shadowed) whose shadow holds a value in
- * [vlo, vhi]. Their shadow is read page by page, the pages in memory only. */
-static int visit_range(uintptr_t lo, uintptr_t hi, uintptr_t vlo, uintptr_t vhi,
+ * [vlo, vhi]. Their shadow is read page by page, the pages in memory only (all of them if
+ * mincore fails: exo_carat_shadow_visit). */
+static void visit_range(uintptr_t lo, uintptr_t hi, uintptr_t vlo, uintptr_t vhi,
                        exo_carat_shadow_fn fn, void *arg)
 {
     uintptr_t slo = lo - SUB, shi = hi - SUB;
@@ -158,9 +159,8 @@ static int visit_range(uintptr_t lo, uintptr_t hi, uintptr_t vlo, uintptr_t vhi,
         uintptr_t pages = (end - at) / PAGE;
         if (pages > RESIDENT_CHUNK)
             pages = RESIDENT_CHUNK;
-        int rc = exo_os_resident(at, pages * PAGE, resident);
-        if (rc)
-            return rc;
+        if (exo_os_resident(at, pages * PAGE, resident) != 0)
+            memset(resident, 1, pages);
         for (uintptr_t pg = 0; pg < pages; pg++) {
             if (!(resident[pg] & 1))
                 continue;
@@ -173,23 +173,18 @@ static int visit_range(uintptr_t lo, uintptr_t hi, uintptr_t vlo, uintptr_t vhi,
         }
         at += pages * PAGE;
     }
-    return 0;
 }
 
-int exo_carat_shadow_visit(const uintptr_t *ranges, int n, uintptr_t vlo, uintptr_t vhi,
-                           exo_carat_shadow_fn fn, void *arg)
+void exo_carat_shadow_visit(const uintptr_t *ranges, int n, uintptr_t vlo, uintptr_t vhi,
+                            exo_carat_shadow_fn fn, void *arg)
 {
     if (!exo_carat_shadow_on)
-        return 0;
+        return;
     for (int i = 0; i < n; i++) {
         uintptr_t lo, hi;
-        if (!shadowed(ranges[2 * i], ranges[2 * i + 1] - ranges[2 * i], &lo, &hi))
-            continue;
-        int rc = visit_range(lo, hi, vlo, vhi, fn, arg);
-        if (rc)
-            return rc;
+        if (shadowed(ranges[2 * i], ranges[2 * i + 1] - ranges[2 * i], &lo, &hi))
+            visit_range(lo, hi, vlo, vhi, fn, arg);
     }
-    return 0;
 }
 
 /* The writable mappings now, for the scans made outside a move (the runtime's own copy). */

@@ -56,8 +56,11 @@ void exo_carat_shadow_copy_hook(uintptr_t dst, uintptr_t src, uint64_t len, bool
 /* Called for every 8-byte aligned slot in the writable ranges (sorted [lo, hi) pairs)
  * whose shadow word holds a value in [vlo, vhi] (one past the end of a block included). */
 typedef void (*exo_carat_shadow_fn)(uintptr_t slot, uintptr_t *shadow, void *arg);
-/* Visit those slots; only shadow pages in memory are read (mincore). 0 or -EXO_ code. */
-int exo_carat_shadow_visit(const uintptr_t *ranges, int n, uintptr_t vlo, uintptr_t vhi,
+/* Visit those slots; only shadow pages in memory are read (mincore). Never fails, as a
+ * move cannot stop halfway through its patching: where the kernel does not say which pages
+ * are in memory, all of them are read (the reservation is mapped whole, and pages never
+ * written read as zero). Lock held. */
+void exo_carat_shadow_visit(const uintptr_t *ranges, int n, uintptr_t vlo, uintptr_t vhi,
                            exo_carat_shadow_fn fn, void *arg);
 
 /* Slots outside [skip_lo, skip_hi) (the caller's stack) that hold a pointer into [base,

@@ -57,6 +57,7 @@ enum exo_fault_kind {
     EXO_FAULT_LOCK,     /* segment and registry locks */
     EXO_FAULT_MOUNT,    /* mounting private file systems */
     EXO_FAULT_POOL,     /* growing huge page pools */
+    EXO_FAULT_RESIDENT, /* asking which pages are in memory (mincore) */
     EXO_FAULT_KINDS
 };
 

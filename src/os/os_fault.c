@@ -21,7 +21,7 @@ static const char *const kind_names[EXO_FAULT_KINDS] = {
     [EXO_FAULT_NAME] = "name",       [EXO_FAULT_MAP] = "map",
     [EXO_FAULT_MOVE] = "move",       [EXO_FAULT_PROTECT] = "protect",
     [EXO_FAULT_LOCK] = "lock",       [EXO_FAULT_MOUNT] = "mount",
-    [EXO_FAULT_POOL] = "pool",
+    [EXO_FAULT_POOL] = "pool",       [EXO_FAULT_RESIDENT] = "resident",
 };
 
 const char *exo_os_fault_kind_name(enum exo_fault_kind kind)

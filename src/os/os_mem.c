@@ -268,6 +268,8 @@ int exo_os_read_self(const uintptr_t *addr, uintptr_t *word, bool *ok, size_t n)
 
 int exo_os_resident(uint64_t addr, uint64_t len, unsigned char *vec)
 {
+    if (exo_os_fault(EXO_FAULT_RESIDENT))
+        return -exo_os_code(errno);
     if (mincore((void *)(uintptr_t)addr, len, vec) != 0)
         return -exo_os_code(errno);
     return 0;
