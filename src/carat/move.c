@@ -246,6 +246,19 @@ CARAT_NO_ASAN static void patch_batch(struct patch *p, struct escape_slot **e, u
     }
 }
 
+/* Is value, in slot, glibc's own link rather than a pointer of the program's? Outside
+ * every live allocation (in freed memory, or an uninstrumented library's), the address of
+ * the next malloc chunk (the block's last 8 bytes) is a link in a free chunk far more often
+ * than a pointer of the program: a stale slot recorded in a block's uninitialised tail,
+ * freed since, held exactly that again as a large free chunk's bk_nextsize, and patching it
+ * corrupted malloc's lists (SQLite's fuzzcheck). Such a slot is left alone, whether the
+ * escape sets or the shadow name it. */
+static bool malloc_link(const struct patch *p, uintptr_t slot, uintptr_t value)
+{
+    return value == p->base + p->size - 8 &&
+           !exo_carat_alloc_table_holds(&exo_carat.table, slot);
+}
+
 CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
 {
     struct escape_set *s = &a->escapes;
@@ -256,15 +269,9 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
         uintptr_t value = escape_value(e);
         if (!e->slot || value - p->base > p->size)   /* one past the end too */
             continue;
-        /* Outside every live allocation (in freed memory, or an uninstrumented library's),
-         * the address of the next malloc chunk (the block's last 8 bytes) is glibc's own
-         * link in a free chunk far more often than a pointer of the program: a stale slot
-         * recorded in a block's uninitialised tail, freed since, held exactly that again
-         * as a large free chunk's bk_nextsize, and patching it corrupted malloc's lists
-         * (SQLite's fuzzcheck). */
-        bool in_alloc;
+        bool in_alloc;   /* (malloc_link asks again, only for the one value it is about) */
         if (!slot_usable(e->slot, escape_in_alloc(e), &in_alloc) ||
-            (!in_alloc && value == p->base + p->size - 8)) {
+            malloc_link(p, e->slot, value)) {
             follow_block(p, e);
             continue;
         }
@@ -278,17 +285,15 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
 }
 
 /* A slot whose shadow word points into the block (shadow.h): patched if it still holds that
- * very value, with the same exception for glibc's link to the next chunk as the escape
- * sets' (patch_escapes), and its shadow follows the block either way (a thread stopped
- * between the shadow store and its own store writes the patched register there next). The
- * slot lies in a writable mapping of this stop: it can be read. */
+ * very value and is not glibc's link (malloc_link), and its shadow follows the block either
+ * way (a thread stopped between the shadow store and its own store writes the patched
+ * register there next). The slot lies in a writable mapping of this stop: it can be read. */
 CARAT_NO_ASAN static void patch_shadow_slot(uintptr_t slot, uintptr_t *shadow, void *arg)
 {
     struct patch *p = arg;
     uintptr_t v = *shadow, word;
     memcpy(&word, (const void *)slot, sizeof word);
-    if (word == v && (v != p->base + p->size - 8 ||
-                      exo_carat_alloc_table_holds(&exo_carat.table, slot)))
+    if (word == v && !malloc_link(p, slot, v))
         patch_word(p, (uintptr_t *)slot);
     *shadow = v + (uintptr_t)p->delta;
 }
