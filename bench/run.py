@@ -58,6 +58,9 @@ SECTION_BY_NAME_PREFIX = [("pt_", "fig1"), ("ctxswitch", "table2"), ("switch_", 
 SECTION_BY_PAPER_PLACE = [("spacejmp", "Figure 1", "fig1"), ("spacejmp", "Table 2", "table2")]
 # Seconds a program may run in a full (not --quick) run, where the default is not enough.
 TIMEOUT_BY_PROGRAM = {}
+# The same for --quick runs (sections' QUICK_TIMEOUT): a quick form that must first build
+# what a later run reuses (the CARAT programs) needs more than the default.
+QUICK_TIMEOUT_BY_PROGRAM = {}
 # Arguments a program gets in a full run unless --program-args names it (sections' FULL_ARGS):
 # what keeps the whole report within its two hours.
 FULL_ARGS_BY_PROGRAM = {}
@@ -69,7 +72,8 @@ def load_section_modules():
     PROGRAMS, and optionally FULL_ARGS ({program: [args]} for full runs), NAME_PREFIXES,
     PAPER_PLACES ((paper file name, place prefix)
     pairs, e.g. ("hybrid-segmentation", "Figure 5")), PAPERS (file names in bench/paper whose
-    numbers all belong to it), TIMEOUT (seconds, full runs), targets(entries) -> [target]
+    numbers all belong to it), TIMEOUT (seconds, full runs), QUICK_TIMEOUT (seconds, --quick
+    runs), targets(entries) -> [target]
     and render(entries, papers, out, plots) -> html (else the generic table and bar plot)."""
     import importlib.util
     mods = []
@@ -89,6 +93,8 @@ def load_section_modules():
                 KNOWN_PROGRAMS.append(prog)
             if getattr(m, "TIMEOUT", None):
                 TIMEOUT_BY_PROGRAM[prog] = m.TIMEOUT
+            if getattr(m, "QUICK_TIMEOUT", None):
+                QUICK_TIMEOUT_BY_PROGRAM[prog] = m.QUICK_TIMEOUT
         FULL_ARGS_BY_PROGRAM.update(getattr(m, "FULL_ARGS", {}))
         SECTION_BY_NAME_PREFIX.extend((pre, m.KEY) for pre in getattr(m, "NAME_PREFIXES", []))
         SECTION_BY_PAPER_PLACE.extend((paper, place, m.KEY)
@@ -549,8 +555,9 @@ def run_all(args):
             continue
         print("run.py: %s%s ..." % (name, " --quick" if args.quick else ""), flush=True)
         timeout = args.timeout
-        if not args.quick and not args.timeout_given:
-            timeout = max(timeout, TIMEOUT_BY_PROGRAM.get(name, 0))
+        if not args.timeout_given:
+            timeout = max(timeout, (QUICK_TIMEOUT_BY_PROGRAM if args.quick
+                                    else TIMEOUT_BY_PROGRAM).get(name, 0))
         extra = args.program_args.get(name, [] if args.quick else
                                       FULL_ARGS_BY_PROGRAM.get(name, []))
         if extra:
