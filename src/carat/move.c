@@ -75,16 +75,15 @@ static int range_of(uintptr_t a)
 }
 
 /* Can the 8 bytes at slot be read and written, as the program's? Inside a live tracked
- * allocation they can (*in_alloc_now set). A slot that lay in one when the runtime heard of
+ * allocation they can. A slot that lay in one when the runtime heard of
  * it (was_in_alloc) and lies in none now is freed memory: malloc's links, or pages unmapped
  * and mapped again for the runtime's own tables, where a word may well equal the value.
  * Elsewhere (TLS, memory of an uninstrumented library) only if a writable mapping holds
  * them. Unknown (the mappings unreadable): no. */
-static bool slot_usable(uintptr_t slot, bool was_in_alloc, bool *in_alloc_now)
+static bool slot_usable(uintptr_t slot, bool was_in_alloc)
 {
     const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
-    *in_alloc_now = a && slot + 8 <= a->base + a->size;
-    if (*in_alloc_now)
+    if (a && slot + 8 <= a->base + a->size)
         return true;
     return !was_in_alloc && load_maps() == 0 && range_of(slot) >= 0;
 }
@@ -269,9 +268,7 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
         uintptr_t value = escape_value(e);
         if (!e->slot || value - p->base > p->size)   /* one past the end too */
             continue;
-        bool in_alloc;   /* (malloc_link asks again, only for the one value it is about) */
-        if (!slot_usable(e->slot, escape_in_alloc(e), &in_alloc) ||
-            malloc_link(p, e->slot, value)) {
+        if (!slot_usable(e->slot, escape_in_alloc(e)) || malloc_link(p, e->slot, value)) {
             follow_block(p, e);
             continue;
         }

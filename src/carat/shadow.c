@@ -150,7 +150,7 @@ static unsigned char resident[RESIDENT_CHUNK];
  * [vlo, vhi]. Their shadow is read page by page, the pages in memory only (all of them if
  * mincore fails: exo_carat_shadow_visit). */
 static void visit_range(uintptr_t lo, uintptr_t hi, uintptr_t vlo, uintptr_t vhi,
-                       exo_carat_shadow_fn fn, void *arg)
+                        exo_carat_shadow_fn fn, void *arg)
 {
     uintptr_t slo = lo - SUB, shi = hi - SUB;
     uintptr_t first = slo & ~(uintptr_t)(PAGE - 1);

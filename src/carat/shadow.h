@@ -61,7 +61,7 @@ typedef void (*exo_carat_shadow_fn)(uintptr_t slot, uintptr_t *shadow, void *arg
  * are in memory, all of them are read (the reservation is mapped whole, and pages never
  * written read as zero). Lock held. */
 void exo_carat_shadow_visit(const uintptr_t *ranges, int n, uintptr_t vlo, uintptr_t vhi,
-                           exo_carat_shadow_fn fn, void *arg);
+                            exo_carat_shadow_fn fn, void *arg);
 
 /* Slots outside [skip_lo, skip_hi) (the caller's stack) that hold a pointer into [base,
  * base + size] and still hold what their shadow says: the allocation's live escapes in the
