@@ -28,6 +28,7 @@ static struct {
     uint64_t serial;
 } mv = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
          .done = PTHREAD_COND_INITIALIZER };
+/* Held by a caller of exo_carat_move from its request until it has read the result. */
 static pthread_mutex_t one_move = PTHREAD_MUTEX_INITIALIZER;
 
 static void deadline_after(struct timespec *ts, double seconds)
@@ -38,13 +39,22 @@ static void deadline_after(struct timespec *ts, double seconds)
     ts->tv_nsec = (long)(ns % 1000000000u);
 }
 
+/* One tick's move of the worst case. Skipped while a caller of exo_carat_move holds
+ * one_move: its address waits in mv.addr, and then its result in mv.new_base, both in
+ * runtime memory that no move patches. A worst-case move taken in that gap (the caller's
+ * block is often the worst case) left the caller with the address of the freed copy, or
+ * asked to move an address no longer tracked. Not waited for: the caller waits for this
+ * thread. */
 static void move_worst(void)
 {
+    if (pthread_mutex_trylock(&one_move) != 0)
+        return;
     pthread_mutex_lock(&exo_carat.lock);
     uintptr_t w = exo_carat_worst_heap();
     pthread_mutex_unlock(&exo_carat.lock);
     if (w)
         exo_carat_move_now(w, 0, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
+    pthread_mutex_unlock(&one_move);
 }
 
 static void *mover_main(void *arg)
