@@ -87,7 +87,8 @@ class Evaluation:
         self.clang = args.clang
         self.start = time.monotonic()
         self.program_deadline = self.start + args.budget
-        self.programs_left = 1
+        self.to_run = []
+        self.cut = False   # did the program's share leave something out?
         self.runner = os.path.join(self.src, "bench", "carat", "program.sh")
         self.tool_key = "|".join(file_key(p) for p in (
             self.exomem_cc, os.path.join(self.build, "llvm", "libexomem-carat.so"),
@@ -200,7 +201,7 @@ class Evaluation:
                                    "%s%s.suite.log" % (mode, "-moves%d" % rate if rate else ""))
         params = {"program": name, "mode": mode, "moves_per_s": rate or 0}
         if late:
-            skip(params, "the suite did not finish in the program's share of the time budget")
+            self.cut_short(params, "the suite did not finish in the program's share of the time budget")
             return False
         emit("carat_suite_pass", "bool", 1 if ok else 0, params)
         emit("carat_suite_time", "s", round(secs, 3), params)
@@ -242,12 +243,14 @@ class Evaluation:
                 emit("carat_build_time", "s", round(secs, 2), {"program": name, "mode": mode})
             if mode in ("guards-noopt", "guards"):
                 emit_guard_counts(name, mode, stats)
-        # The program's share of the time: an equal part of what the builds left for each
-        # program still to run (builds, cached for the next run, may take more).
-        self.program_deadline = time.monotonic() + self.left() / self.programs_left
+        # The program's share of what the builds left (builds, cached for the next run, may
+        # take more): in proportion to what each program still to run took last time, as
+        # sqlite3 and Lua need several times bzip2's; equal parts on a first run.
+        start = time.monotonic()
+        self.program_deadline = start + self.left() * self.share(name)
         for mode in trees:
             if self.program_left() < 20:
-                skip({"program": name, "mode": mode}, "the program's share of the time budget ran out")
+                self.cut_short({"program": name, "mode": mode}, "the program's share of the time budget ran out")
                 continue
             self.suite(name, recipe, trees[mode], mode)
         # Workloads before the suites under moves: the overheads need every mode, and the
@@ -259,10 +262,44 @@ class Evaluation:
             if mode not in trees:
                 continue
             if self.program_left() < 20:
-                skip({"program": name, "mode": mode, "moves_per_s": rate},
+                self.cut_short({"program": name, "mode": mode, "moves_per_s": rate},
                      "the program's share of the time budget ran out")
                 continue
             self.suite(name, recipe, trees[mode], mode, rate)
+        self.remember_time(name, time.monotonic() - start)
+
+    def cut_short(self, params, reason):
+        self.cut = True
+        skip(params, reason)
+
+    def last_time_path(self, name):
+        return os.path.join(self.cache, "build", name, "last-run-seconds")
+
+    def last_time(self, name):
+        try:
+            with open(self.last_time_path(name)) as f:
+                return max(float(f.read()), 1.0)
+        except (OSError, ValueError):
+            return None
+
+    def share(self, name):
+        """name's part of the time left: its last run's time over the sum of those of the
+        programs still to run (name among them); a program never run counts as the mean."""
+        known = [t for t in (self.last_time(p) for p in self.to_run) if t]
+        mean = sum(known) / len(known) if known else 1.0
+        weights = {p: self.last_time(p) or mean for p in self.to_run}
+        return weights[name] / sum(weights.values())
+
+    def remember_time(self, name, secs):
+        """The time name's suites and workloads took after its builds. A run its share cut
+        short says less than it needed: the larger of it and the last is kept then."""
+        if self.cut:
+            secs = max(secs, self.last_time(name) or 0)
+        try:
+            with open(self.last_time_path(name), "w") as f:
+                f.write("%.0f\n" % secs)
+        except OSError:
+            pass
 
     def time_workloads(self, name, recipe, trees):
         # Modes interleaved round by round, so that a slow spell of this shared machine
@@ -277,7 +314,7 @@ class Evaluation:
                                                              len(runs)))
             for mode, rate in runs:
                 if self.program_left() < 10:
-                    skip({"program": name, "round": rep + 1},
+                    self.cut_short({"program": name, "round": rep + 1},
                          "the program's share of the time budget ran out in the workloads")
                     out_of_time = True
                     break
@@ -292,7 +329,7 @@ class Evaluation:
                 if rate:
                     params["moves_per_s"] = rate
                 if late:
-                    skip(params, "the workload did not finish in the program's share of the "
+                    self.cut_short(params, "the workload did not finish in the program's share of the "
                          "time budget (%.0f s)" % secs)
                     continue
                 if not ok:
@@ -349,7 +386,8 @@ class Evaluation:
         rc = 0
         for i, recipe in enumerate(chosen):
             name = os.path.basename(recipe)[:-3]
-            self.programs_left = len(chosen) - i
+            self.to_run = [os.path.basename(r)[:-3] for r in chosen[i:]]
+            self.cut = False
             log("[%d/%d] %s (%.0f s of the %d s budget left)" % (i + 1, len(chosen), name,
                                                                   self.left(), self.args.budget))
             try:
