@@ -121,7 +121,8 @@ struct exo_carat_move_cost {
  * it, is changed to point to the same offset of the new copy; the old block is freed after
  * the threads resume (or, with EXOMEM_CARAT_QUARANTINE, kept filled for a while to catch
  * pointers the move missed: docs/carat.md). *new_base (may be NULL) gets the new address of the allocation's
- * first byte; *cost (may be NULL) the breakdown. Errors: -EXO_ENOENT (addr is in no tracked
+ * first byte, still its address when the call returns (the mover's own moves wait until
+ * then; a later one patches *new_base like any other word); *cost (may be NULL) the breakdown. Errors: -EXO_ENOENT (addr is in no tracked
  * heap allocation), -EXO_ENOMEM, -EXO_EAGAIN (the allocation was freed or resized while
  * the world stopped, or a stopped thread held an address derived from it but outside it,
  * such as a loop's base or bound, that no patching can recognise: nothing moved; try
