@@ -90,12 +90,18 @@ CARAT_NO_ASAN void exo_carat_shadow_take(uintptr_t dst, uintptr_t src, uint64_t 
 
 bool exo_carat_shadow_escape(uintptr_t slot, uintptr_t value)
 {
+    /* Bracketed before the shadow word's address is taken: that address is derived from
+     * the slot but lies in no block, so a move that stopped the thread between the two
+     * would patch slot and leave the store to the old slot's shadow. */
+    carat_enter();
     uintptr_t *s = exo_carat_shadow_word(slot);
     if (s && !(slot & 7)) {
         *s = value;
         atomic_signal_fence(memory_order_seq_cst);   /* before the store, as the hook is */
+        carat_leave();
         return true;
     }
+    carat_leave();   /* slot and value alone from here: the program's, patched by moves */
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
