@@ -285,10 +285,10 @@ class Evaluation:
     def share(self, name):
         """name's part of the time left: its last run's time over the sum of those of the
         programs still to run (name among them); a program never run counts as the mean."""
-        known = [t for t in (self.last_time(p) for p in self.to_run) if t]
+        last = {p: self.last_time(p) for p in self.to_run}
+        known = [t for t in last.values() if t]
         mean = sum(known) / len(known) if known else 1.0
-        weights = {p: self.last_time(p) or mean for p in self.to_run}
-        return weights[name] / sum(weights.values())
+        return (last[name] or mean) / sum(t or mean for t in last.values())
 
     def remember_time(self, name, secs):
         """The time name's suites and workloads took after its builds. A run its share cut

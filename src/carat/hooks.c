@@ -616,8 +616,8 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
      * patch, as they point into no block. A move that stopped the thread inside them moved
      * the block under a patched dst while the scan went on at the old one's offsets:
      * SQLite's speedtest1 in WAL mode faulted in the shadow's copy scan, 5 runs in 150
-     * at 10,000 moves a second, and the escape log's build lost pointers the same way
-     * (any_pointer_like read the freed copy and found none to record). */
+     * at 10,000 moves a second. (any_pointer_like, read the same way, could miss the
+     * pointers of a source moved under it; not seen to, as such.) */
     carat_enter();
     if (!any_pointer_like(src, len)) {
         carat_leave();

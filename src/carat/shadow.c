@@ -93,6 +93,7 @@ bool exo_carat_shadow_escape(uintptr_t slot, uintptr_t value)
     /* Bracketed before the shadow word's address is taken: that address is derived from
      * the slot but lies in no block, so a move that stopped the thread between the two
      * would patch slot and leave the store to the old slot's shadow. */
+    carat_ensure_init();
     carat_enter();
     uintptr_t *s = exo_carat_shadow_word(slot);
     if (s && !(slot & 7)) {
@@ -101,9 +102,6 @@ bool exo_carat_shadow_escape(uintptr_t slot, uintptr_t value)
         carat_leave();
         return true;
     }
-    carat_leave();   /* slot and value alone from here: the program's, patched by moves */
-    carat_ensure_init();
-    carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
     exo_carat_note_escape(slot, value, false);
     atomic_fetch_add_explicit(&exo_carat.count.escapes, 1, memory_order_relaxed);
