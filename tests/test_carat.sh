@@ -210,11 +210,12 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # bytes malloc gave beyond the size asked for; a move refused while a thread in the C
 # library holds the block's last word's address (the next malloc chunk's); a block whose
 # address was printed with %p never moved (and, below, not by the mover either); the
-# address exo_carat_move hands back while the mover moves the same block at every tick.
+# address exo_carat_move hands back while the mover moves the same block at every tick; a
+# thread stopped in a signal handler on its alternate stack, its own stack holding the block.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
-         move_pinned move_result; do
+         move_pinned move_result move_altstack; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -224,9 +225,11 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # the hooks as calls and with the runtime before the inline hooks alike (not diagnosed).
     # move_next_chunk is about glibc's chunk layout, and the runtime takes the library that
     # holds malloc for "the C library": under ASan that is the sanitizer's runtime, not the
-    # libc whose read() the test's thread blocks in.
+    # libc whose read() the test's thread blocks in; and as that runtime is linked into the
+    # program, every thread stopped in the program's code counts as in the C library, where
+    # holding the block refuses the move (move_altstack's threads hold it there).
     if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
-         [ $t = move_next_chunk ]; } && [ $sanitized = yes ]; then
+         [ $t = move_next_chunk ] || [ $t = move_altstack ]; } && [ $sanitized = yes ]; then
         echo "sanitizer build: $t not run"
         continue
     fi
@@ -258,12 +261,13 @@ grep -q 'call void @exo_carat_hook_shadow_init' "$dir/ics.ll" || bad "no shadow 
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
-         move_result move_shadow table_stress; do
+         move_result move_altstack move_shadow table_stress; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
     if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
-         [ $t = move_next_chunk ] || [ $t = move_shadow ]; } && [ $sanitized = yes ]; then
+         [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = move_shadow ]; } &&
+       [ $sanitized = yes ]; then
         continue
     fi
     EXOMEM_CARAT_PARTS=track,shadow "$cc" "${flags[@]}" -I"$src/src" "$src/tests/carat/$t.c" \

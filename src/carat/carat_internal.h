@@ -69,6 +69,8 @@ struct carat_tls {
     uint32_t parked_epoch;                /* the last stop this thread arrived at */
     uint64_t stack_released;              /* stack objects registered and released since */
     struct carat_stack_obj stack_objs[CARAT_STACK_OBJS];
+    uintptr_t own_sp;   /* its stack pointer at a stop that found it off any alternate signal
+                         * stack: an address in its own stack (0: none yet) */
 };
 _Static_assert(offsetof(struct carat_tls, thread) == EXO_CARAT_ABI_TLS_THREAD &&
                    offsetof(struct carat_tls, stack_lo) == EXO_CARAT_ABI_TLS_STACK_LO &&
@@ -180,6 +182,9 @@ void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t len, bool from
 struct carat_parked {
     pid_t tid;
     void *ucontext;   /* the thread's registers, saved by the kernel on its stack */
+    bool on_alternate_stack;   /* stopped in a handler on its alternate signal stack */
+    uintptr_t own_stack;   /* then an address in its own stack, which holds the program's
+                            * frames (0: not known) */
 };
 /* Stop every thread of the process but the caller; *parked gets the array, *n its length.
  * -EXO_EBUSY if one did not stop within timeout_ns (then all are resumed). */

@@ -140,6 +140,7 @@ struct patch {
     bool check;
     uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
     uintptr_t derived_value;   /* the first of them, for the error message */
+    bool stack_unknown;        /* a thread on an alternate stack, its own not known: refused */
 };
 
 /* Is v in the block's own malloc chunk (one past its usable end included)? Those are
@@ -343,18 +344,72 @@ CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
 }
 #endif
 
+/* The stack pointer a thread had on its own stack when a signal first took it onto its
+ * alternate stack [lo, hi) (uc: its context now, somewhere on it): the kernel built that
+ * signal's frame at the top, and its saved context names the alternate stack and a stack
+ * pointer off it. Nested handlers' frames lie below, with stack pointers on it. 0 if no
+ * such frame is found. */
+CARAT_NO_ASAN static uintptr_t entry_sp(const ucontext_t *uc, uintptr_t lo, uintptr_t hi)
+{
+    if (hi - lo < sizeof(ucontext_t))
+        return 0;
+    for (uintptr_t w = (hi - sizeof(ucontext_t)) & ~(uintptr_t)7; w >= lo; w -= 8) {
+        const ucontext_t *f = (const ucontext_t *)w;
+        if (f->uc_stack.ss_sp != uc->uc_stack.ss_sp || f->uc_stack.ss_size != uc->uc_stack.ss_size)
+            continue;
+        uintptr_t sp = (uintptr_t)f->uc_mcontext.gregs[REG_RSP];
+        if (sp - lo >= hi - lo)
+            return sp;
+    }
+    return 0;
+}
+
+/* The program's frames of a thread stopped on its alternate signal stack, on its own stack:
+ * from the stack pointer its first signal frame there saved (entry_sp) to the end of the
+ * mapping. That pointer is checked against an address the stop knew in the thread's own
+ * stack (world.c: one seen before, or its registered end), when there is one: if the two
+ * are in different mappings, the whole of the known one is scanned (the words below its
+ * stack pointer are dead, and patching them changes nothing). Neither found: the move is
+ * refused. */
+CARAT_NO_ASAN static void patch_own_stack(struct patch *p, const struct carat_parked *pk,
+                                          uintptr_t alt_lo, uintptr_t alt_hi)
+{
+    uintptr_t sp = entry_sp(pk->ucontext, alt_lo, alt_hi) & ~(uintptr_t)7;
+    int r = -1, known = -1;
+    if (load_maps() == 0) {
+        r = sp ? range_of(sp) : -1;
+        known = pk->own_stack ? range_of(pk->own_stack & ~(uintptr_t)7) : -1;
+    }
+    uintptr_t from;
+    if (r >= 0 && (known < 0 || known == r)) {
+        from = sp - 128 < ranges[2 * r] ? ranges[2 * r] : sp - 128;
+    } else if (known >= 0) {
+        r = known;
+        from = ranges[2 * r];
+    } else {
+        p->stack_unknown = true;
+        return;
+    }
+    for (uintptr_t w = from; w + 8 <= ranges[2 * r + 1]; w += 8)
+        patch_word(p, (uintptr_t *)w);
+}
+
 /* Registers and stack of one stopped thread. The scan starts 128 bytes below its stack
  * pointer (the x86-64 red zone, live data of a leaf function) and ends at the end of the
  * mapping that holds the stack (thread stacks end with the thread's TLS block, which is
- * scanned too: thread-local pointers). */
-CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *uc)
+ * scanned too: thread-local pointers). A thread stopped inside a handler on its alternate
+ * signal stack (the program's, or AddressSanitizer's) has that handler's frames, and the
+ * context it interrupted, there, and the program's frames on its own stack: both are
+ * scanned. */
+CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parked *pk)
 {
 #if defined(__x86_64__)
+    ucontext_t *uc = pk->ucontext;
     greg_t *g = uc->uc_mcontext.gregs;
     /* The thread that asked for this move waits in the C library (pthread_cond_wait), not
      * in malloc: its words are the program's, as old chunk addresses in its stack are no
      * malloc state (they refused moves of move_qsort's buffer one run in two). */
-    p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo && tid != p->requester;
+    p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo && pk->tid != p->requester;
     static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
                                 REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
                                 REG_R13, REG_R14, REG_R15 };
@@ -362,18 +417,23 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, pid_t tid, ucontext_t *u
         patch_word(p, (uintptr_t *)&g[regs[i]]);
     patch_vectors(p, uc);
     uintptr_t rsp = (uintptr_t)g[REG_RSP] & ~(uintptr_t)7, lo, hi;
-    if (!stack_of(tid, rsp, &lo, &hi))
+    if (pk->on_alternate_stack) {
+        lo = (uintptr_t)uc->uc_stack.ss_sp;
+        hi = lo + uc->uc_stack.ss_size;
+    } else if (!stack_of(pk->tid, rsp, &lo, &hi)) {
         return;
+    }
     uintptr_t from = rsp - 128 < lo ? lo : rsp - 128;   /* the red zone, within the stack */
     /* The signal frame (below the red zone, or on an alternate stack) is not scanned: its
      * register copy is patched above; the rest is the kernel's. */
     for (uintptr_t w = from; w + 8 <= hi; w += 8)
         if (w < (uintptr_t)uc || w >= (uintptr_t)(uc + 1))
             patch_word(p, (uintptr_t *)w);
+    if (pk->on_alternate_stack)
+        patch_own_stack(p, pk, lo, hi);
 #else
     (void)p;
-    (void)tid;
-    (void)uc;
+    (void)pk;
 #endif
 }
 
@@ -628,17 +688,21 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
      * address), which programs keep as the end of a block they carve up by its usable size
      * (the escape sets keep them too: a value may be base + span). */
     struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + span + 1, false, requester, true, 0, 0 };
+                       base + span + 1, false, requester, true, 0, 0, false };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
-            patch_thread(&p, parked[i].tid, parked[i].ucontext);
+            patch_thread(&p, &parked[i]);
     patch_partial_entries(&p);
-    if (p.derived) {
+    if (p.derived || p.stack_unknown) {
         exo_carat_shadow_refused(base);
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
         atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        if (!p.derived)
+            return exo_fail(EXO_EAGAIN, "a thread stopped in a signal handler on an alternate "
+                            "stack, and its own stack, which may hold the allocation's "
+                            "address, is not known: nothing moved, try again");
         long off = p.derived_value < base ? -(long)(base - p.derived_value)
                                           : (long)(p.derived_value - base);
         return exo_fail(EXO_EAGAIN, "a stopped thread holds %#lx (offset %+ld of the %lu-byte "
@@ -661,7 +725,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
     uint64_t t3 = exo_os_now_ns();
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
-            patch_thread(&p, parked[i].tid, parked[i].ucontext);
+            patch_thread(&p, &parked[i]);
     patch_partial_entries(&p);
     uint64_t t4 = exo_os_now_ns();
     memcpy(dest, (void *)base, span);

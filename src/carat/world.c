@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <ucontext.h>
 
 #define MAX_THREADS 4096
 
@@ -23,10 +24,44 @@ static struct {
     int sig;
 } world;
 
+/* Did the signal interrupt the thread on its alternate signal stack (in a handler of the
+ * program's, or AddressSanitizer's)? The kernel saves the stack's settings in the context,
+ * not whether the thread was on it (its ss_flags are the ones sigaltstack set). */
+static bool on_alternate_stack(const ucontext_t *uc)
+{
+#if defined(__x86_64__)
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    return !(uc->uc_stack.ss_flags & SS_DISABLE) &&
+           sp - (uintptr_t)uc->uc_stack.ss_sp < uc->uc_stack.ss_size;
+#else
+    (void)uc;
+    return false;
+#endif
+}
+
+/* An address in the thread's own stack: the stack pointer this stop interrupted, unless
+ * that was on the alternate stack; then the last one seen off it, or the stack's end as
+ * registered (0: none known). */
+static uintptr_t own_stack(const ucontext_t *uc, bool alternate)
+{
+#if defined(__x86_64__)
+    if (!alternate)
+        exo_carat_tls.own_sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#else
+    (void)uc;
+    (void)alternate;
+#endif
+    if (exo_carat_tls.own_sp)
+        return exo_carat_tls.own_sp;
+    return exo_carat_tls.stack_end ? exo_carat_tls.stack_end - 8 : 0;
+}
+
 static void on_stop(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     (void)si;
+    bool alternate = on_alternate_stack(uc);
+    uintptr_t own = own_stack(uc, alternate);
     if (exo_carat_tls.in_runtime) {
         exo_carat_tls.park_pending = 1;
         return;
@@ -43,6 +78,8 @@ static void on_stop(int sig, siginfo_t *si, void *uc)
         if (i < MAX_THREADS) {
             world.parked[i].tid = exo_os_gettid();
             world.parked[i].ucontext = uc;
+            world.parked[i].on_alternate_stack = alternate;
+            world.parked[i].own_stack = own;
         }
         atomic_fetch_add_explicit(&world.arrived, 1, memory_order_release);
         while (atomic_load(&world.epoch) == e)
@@ -60,7 +97,12 @@ void exo_carat_park_self(void)
 int exo_carat_world_install(void)
 {
     world.sig = SIGRTMIN + 5;   /* glibc keeps the first real-time signals for itself */
-    return exo_os_signal_install(world.sig, on_stop, NULL);
+    /* Never nested: the next stop's signal reached threads still in this handler, on their
+     * way out of the last stop, and a thread with an alternate signal stack (every thread
+     * under AddressSanitizer) then parked with a context on that stack: the move patched
+     * it, and left the words of the real stack, the program's, as they were. Blocked while
+     * the handler runs, the signal comes after it returns, to the program's own context. */
+    return exo_os_signal_install_unnested(world.sig, on_stop, NULL);
 }
 
 /* How many of the n threads in ids still exist (one listing into tids). */

@@ -9,19 +9,31 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int exo_os_signal_install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+static int install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old,
+                   int flags)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = fn;
-    /* NODEFER: a handler may touch another protected page (nested fault) without the kernel
-     * killing the process for a blocked synchronous signal. ONSTACK: works on a thread
-     * that has an alternate stack (stack overflow detectors). */
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    /* ONSTACK: works on a thread that has an alternate stack (stack overflow detectors). */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | flags;
     sigemptyset(&sa.sa_mask);
     if (sigaction(sig, &sa, old) != 0)
         return -exo_os_code(errno);
     return 0;
+}
+
+int exo_os_signal_install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old)
+{
+    /* NODEFER: a handler may touch another protected page (nested fault) without the kernel
+     * killing the process for a blocked synchronous signal. */
+    return install(sig, fn, old, SA_NODEFER);
+}
+
+int exo_os_signal_install_unnested(int sig, void (*fn)(int, siginfo_t *, void *),
+                                   struct sigaction *old)
+{
+    return install(sig, fn, old, 0);
 }
 
 int exo_os_signal_restore(int sig, const struct sigaction *act)

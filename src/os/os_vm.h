@@ -34,6 +34,10 @@ long exo_os_map_count(void);
 /* Install fn for sig (SA_SIGINFO|SA_ONSTACK|SA_NODEFER|SA_RESTART), storing the previous
  * action in *old. */
 int exo_os_signal_install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigaction *old);
+/* The same without SA_NODEFER: sig stays blocked while fn runs, and a second one waits until
+ * it returns (for a signal whose handler must never interrupt itself). */
+int exo_os_signal_install_unnested(int sig, void (*fn)(int, siginfo_t *, void *),
+                                   struct sigaction *old);
 
 /* Put back a saved action. */
 int exo_os_signal_restore(int sig, const struct sigaction *act);
