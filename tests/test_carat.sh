@@ -211,11 +211,13 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # library holds the block's last word's address (the next malloc chunk's); a block whose
 # address was printed with %p never moved (and, below, not by the mover either); the
 # address exo_carat_move hands back while the mover moves the same block at every tick; a
-# thread stopped in a signal handler on its alternate stack, its own stack holding the block.
+# thread stopped in a signal handler on its alternate stack, its own stack holding the block;
+# the address of a block's last word, and one past its end, which lie in the header of the
+# block after it.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
-         move_pinned move_result move_altstack; do
+         move_pinned move_result move_altstack move_prev_end; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -261,7 +263,7 @@ grep -q 'call void @exo_carat_hook_shadow_init' "$dir/ics.ll" || bad "no shadow 
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
-         move_result move_altstack move_shadow table_stress; do
+         move_result move_altstack move_prev_end move_shadow table_stress; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
