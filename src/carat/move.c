@@ -143,35 +143,41 @@ struct patch {
     bool stack_unknown;        /* a thread on an alternate stack, its own not known: refused */
 };
 
-/* Is v in the block's own malloc chunk (its 16-byte header, one past its usable end)? */
+/* Is v in the block's own malloc chunk (one past its usable end included)? Those are
+ * patched, unless the block before owns them (below). */
 static bool in_own_chunk(const struct patch *p, uintptr_t v)
 {
     return v - p->own_lo < p->own_hi - p->own_lo;
 }
 
-/* Is v in the block, or one past its usable end? Those are patched. Not the header before
- * it: its first 8 bytes are the last usable bytes of the block before (glibc lends a
- * chunk's size-of-previous field to the previous chunk while that is in use), and the
- * next 8 end it, so the program's addresses there are that block's, an address in it or
- * one past its end. Patched as this block's, the end of a 32-byte SQL string in a 40-byte
- * block pointed into the moved copy of the block after it, and SQLite's sqlite3_exec read
- * a second statement from there ("near "T": syntax error": speedtest1 at 10,000 moves a
- * second, one run in 200). */
-static bool in_block_or_end(const struct patch *p, uintptr_t v)
+/* Is v, in the block's 16-byte chunk header, an address in the tracked block before it or
+ * one past that one's end? glibc lends a chunk's first 8 bytes (the size of the previous
+ * chunk) to the previous block while that is in use, so a block whose usable size ends
+ * there has its last word there, and the address one past its end is the next 8 bytes'.
+ * Those stay as they are. Patched as the moved block's, the end of a 32-byte SQL string in
+ * a 40-byte block pointed into the copy of the block after it, and SQLite's sqlite3_exec
+ * read a second statement from there (speedtest1 at 10,000 moves a second, "near "T":
+ * syntax error", one run in 200). A header address no tracked block owns is patched as
+ * before: the block's own header (AddressSanitizer's allocator keeps its own there), or
+ * memory of a block the plugin never saw, which cannot be told apart. Lock held. */
+static bool owned_by_block_before(const struct patch *p, uintptr_t v)
 {
-    return v - p->base <= p->size;
+    if (v >= p->base)
+        return false;
+    const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, v);
+    if (!a)
+        a = exo_carat_alloc_table_find(&exo_carat.table, v - 1);
+    return a && a->base != p->base;
 }
 
 /* Is v, outside the block, an address derived from it? Near it, and neither inside nor one
  * past the end of another tracked allocation. Memory of the C library's right after the
  * block looks the same (a thread's DTV, which its TLS points into): a false alarm, the
- * move is only refused. In a thread stopped inside the C library, any address in the
- * block's chunk refuses the move: malloc's own, which no patching may change. Called with
- * the runtime's lock held. */
+ * move is only refused. Called with the runtime's lock held. */
 static bool derived_from_block(const struct patch *p, uintptr_t v)
 {
-    if (in_own_chunk(p, v) && (p->in_libc || in_block_or_end(p, v)))
-        return p->in_libc;               /* one past the end: patched, unless in malloc */
+    if (in_own_chunk(p, v))
+        return p->in_libc;               /* the block's own chunk: patched, unless in malloc */
     if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
         return false;                    /* far from the block (or v < DERIVED_REACH) */
     if (exo_carat_alloc_table_find(&exo_carat.table, v))
@@ -207,9 +213,9 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
             p->derived_value = v;
         return;
     }
-    /* The block and one past its end (the check pass refused the move if a thread stopped
-     * in libc held the chunk's edges). */
-    if (in_block_or_end(p, v)) {
+    /* The block and its own chunk (the check pass refused the move if a thread stopped in
+     * libc held the chunk's edges). */
+    if (in_own_chunk(p, v) && !owned_by_block_before(p, v)) {
         v += (uintptr_t)p->delta;
         memcpy(w, &v, sizeof v);
         p->patched++;
