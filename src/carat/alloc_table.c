@@ -570,19 +570,6 @@ void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *
             return;
 }
 
-void exo_carat_alloc_table_clear(struct alloc_table *t)
-{
-    /* Dropping shifts later entries of a probe run back: look at the same index again. */
-    for (uint32_t i = 0; i < t->by_base.cap;) {
-        if (t->by_base.e[i].value)
-            drop(t, t->by_base.e[i].value);
-        else
-            i++;
-    }
-    while (t->nheads)
-        drop(t, t->heads[t->nheads - 1]);
-}
-
 void exo_carat_alloc_table_consider(struct alloc_table *t, struct alloc *a)
 {
     if (a->kind == EXO_CARAT_HEAP && !a->pinned && !t->worst_stale &&

@@ -168,8 +168,6 @@ void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintpt
 /* Call fn for every allocation, in no particular order, until it returns true. fn must not
  * change the table. */
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg);
-/* Free everything. */
-void exo_carat_alloc_table_clear(struct alloc_table *t);
 
 /* Escape sets. */
 /* Add slot, or give it its new value if it is there. in_alloc: slot lies in a tracked
