@@ -367,13 +367,15 @@ CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
 /* The stack pointer a thread had on its own stack when a signal first took it onto its
  * alternate stack [lo, hi) (uc: its context now, somewhere on it): the kernel built that
  * signal's frame at the top, and its saved context names the alternate stack and a stack
- * pointer off it. Nested handlers' frames lie below, with stack pointers on it. 0 if no
- * such frame is found. */
+ * pointer off it. Nested handlers' frames lie below, with stack pointers on it. Only the
+ * part in use is read, from its stack pointer now up (programs may keep a guard page at
+ * the bottom). 0 if no such frame is found. */
 CARAT_NO_ASAN static uintptr_t entry_sp(const ucontext_t *uc, uintptr_t lo, uintptr_t hi)
 {
-    if (hi - lo < sizeof(ucontext_t))
+    uintptr_t used = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    if (used < lo || hi - used < sizeof(ucontext_t))
         return 0;
-    for (uintptr_t w = (hi - sizeof(ucontext_t)) & ~(uintptr_t)7; w >= lo; w -= 8) {
+    for (uintptr_t w = (hi - sizeof(ucontext_t)) & ~(uintptr_t)7; w >= used; w -= 8) {
         const ucontext_t *f = (const ucontext_t *)w;
         if (f->uc_stack.ss_sp != uc->uc_stack.ss_sp || f->uc_stack.ss_size != uc->uc_stack.ss_size)
             continue;
