@@ -364,6 +364,17 @@ CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
 }
 #endif
 
+/* The words of a stack [lo, hi) in use from sp up, with the 128 bytes below it (the x86-64
+ * red zone, live data of a leaf function), except the signal frame [skip_lo, skip_hi). */
+CARAT_NO_ASAN static void patch_stack_words(struct patch *p, uintptr_t sp, uintptr_t lo,
+                                            uintptr_t hi, uintptr_t skip_lo, uintptr_t skip_hi)
+{
+    uintptr_t from = sp - 128 < lo ? lo : sp - 128;
+    for (uintptr_t w = from; w + 8 <= hi; w += 8)
+        if (w < skip_lo || w >= skip_hi)
+            patch_word(p, (uintptr_t *)w);
+}
+
 /* The stack pointer a thread had on its own stack when a signal first took it onto its
  * alternate stack [lo, hi) (uc: its context now, somewhere on it): the kernel built that
  * signal's frame at the top, and its saved context names the alternate stack and a stack
@@ -402,27 +413,23 @@ CARAT_NO_ASAN static void patch_own_stack(struct patch *p, const struct carat_pa
         r = sp ? range_of(sp) : -1;
         known = pk->own_stack ? range_of(pk->own_stack & ~(uintptr_t)7) : -1;
     }
-    uintptr_t from;
-    if (r >= 0 && (known < 0 || known == r)) {
-        from = sp - 128 < ranges[2 * r] ? ranges[2 * r] : sp - 128;
-    } else if (known >= 0) {
+    if (r < 0 || (known >= 0 && known != r)) {
+        if (known < 0) {
+            p->stack_unknown = true;
+            return;
+        }
         r = known;
-        from = ranges[2 * r];
-    } else {
-        p->stack_unknown = true;
-        return;
+        sp = ranges[2 * r];
     }
-    for (uintptr_t w = from; w + 8 <= ranges[2 * r + 1]; w += 8)
-        patch_word(p, (uintptr_t *)w);
+    patch_stack_words(p, sp, ranges[2 * r], ranges[2 * r + 1], 0, 0);
 }
 
-/* Registers and stack of one stopped thread. The scan starts 128 bytes below its stack
- * pointer (the x86-64 red zone, live data of a leaf function) and ends at the end of the
- * mapping that holds the stack (thread stacks end with the thread's TLS block, which is
- * scanned too: thread-local pointers). A thread stopped inside a handler on its alternate
- * signal stack (the program's, or AddressSanitizer's) has that handler's frames, and the
- * context it interrupted, there, and the program's frames on its own stack: both are
- * scanned. */
+/* Registers and stack of one stopped thread. The scan starts in the red zone below its stack
+ * pointer and ends at the end of the mapping that holds the stack (thread stacks end with
+ * the thread's TLS block, which is scanned too: thread-local pointers). A thread stopped
+ * inside a handler on its alternate signal stack (the program's, or AddressSanitizer's)
+ * has that handler's frames, and the context it interrupted, there, and the program's
+ * frames on its own stack: both are scanned. */
 CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parked *pk)
 {
 #if defined(__x86_64__)
@@ -445,12 +452,9 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
     } else if (!stack_of(pk->tid, rsp, &lo, &hi)) {
         return;
     }
-    uintptr_t from = rsp - 128 < lo ? lo : rsp - 128;   /* the red zone, within the stack */
     /* The signal frame (below the red zone, or on an alternate stack) is not scanned: its
      * register copy is patched above; the rest is the kernel's. */
-    for (uintptr_t w = from; w + 8 <= hi; w += 8)
-        if (w < (uintptr_t)uc || w >= (uintptr_t)(uc + 1))
-            patch_word(p, (uintptr_t *)w);
+    patch_stack_words(p, rsp, lo, hi, (uintptr_t)uc, (uintptr_t)(uc + 1));
     if (pk->on_alternate_stack)
         patch_own_stack(p, pk, lo, hi);
 #else
