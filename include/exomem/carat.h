@@ -125,8 +125,9 @@ struct exo_carat_move_cost {
  * then; a later one patches *new_base like any other word); *cost (may be NULL) the breakdown. Errors: -EXO_ENOENT (addr is in no tracked
  * heap allocation), -EXO_ENOMEM, -EXO_EAGAIN (the allocation was freed or resized while
  * the world stopped, or a stopped thread held an address derived from it but outside it,
- * such as a loop's base or bound, that no patching can recognise, or a thread stopped in a
- * handler on its alternate signal stack and where its own stack is could not be found:
+ * such as a loop's base or bound, that no patching can recognise, or a thread stopped on
+ * its alternate signal stack (in a handler, or a coroutine run on that memory) and where
+ * its own stack is could not be found:
  * nothing moved; try again later), -EXO_EINUSE (the allocation is pinned: the program formatted its address
  * as text, exo_carat_hook_pin), -EXO_EBUSY (a thread did not stop within a second:
  * nothing moved). Blocks: stops and resumes all threads; one move at a time (others wait).

@@ -726,9 +726,10 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
         free(dest);
         atomic_fetch_add(&exo_carat.count.moves_refused, 1);
         if (!p.derived)
-            return exo_fail(EXO_EAGAIN, "a thread stopped in a signal handler on an alternate "
-                            "stack, and its own stack, which may hold the allocation's "
-                            "address, is not known: nothing moved, try again");
+            return exo_fail(EXO_EAGAIN, "a thread stopped on its alternate signal stack (in a "
+                            "handler, or a coroutine run there), and its own stack, which may "
+                            "hold the allocation's address, is not known: nothing moved, try "
+                            "again");
         long off = p.derived_value < base ? -(long)(base - p.derived_value)
                                           : (long)(p.derived_value - base);
         return exo_fail(EXO_EAGAIN, "a stopped thread holds %#lx (offset %+ld of the %lu-byte "
