@@ -227,20 +227,31 @@ static void findCandidates(Loop *L, ScalarEvolution &SE, DominatorTree &DT,
     findCandidates(Sub, SE, DT, DL, Done, Keep, Out);
 }
 
-// ok = AND over bases of (base + Lo - fast_base <= base + Hi - fast_base <= fast_span).
+// ok = AND over bases of (base + Lo - fast_base <= base + Hi - fast_base <= fast_span), or
+// of (base + Lo - fast_base <= fast_limit) for a reach of at most 4 KiB.
 // The two differences are Hi - Lo apart (below 2^42); when the first is not above the
 // second the range does not wrap, and the second not above the span puts it all inside.
 static Value *wideCheck(IRBuilder<> &B, const Candidate &C) {
   Module &M = *B.GetInsertBlock()->getModule();
   Type *I64 = B.getInt64Ty();
-  Value *FB = B.CreateLoad(I64, M.getOrInsertGlobal("exo_carat_fast_base", I64), "carat.vbase");
-  Value *FS = B.CreateLoad(I64, M.getOrInsertGlobal("exo_carat_fast_span", I64), "carat.vspan");
+  Value *FB = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_base"), "carat.vbase");
+  Value *FS = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_span"), "carat.vspan");
+  Value *FL = nullptr;
   Value *Ok = nullptr;
   for (auto &[Base, R] : C.Bases) {
     Value *P = B.CreatePtrToInt(Base, I64);
     Value *A = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Lo))), FB);
-    Value *Z = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Hi))), FB);
-    Value *In = B.CreateAnd(B.CreateICmpULE(A, Z), B.CreateICmpULE(Z, FS));
+    Value *In;
+    if (R.Hi - R.Lo <= int64_t(MinFastSpan)) {
+      // A reach of at most the smallest span: its first byte at most limit (span less
+      // that minimum) past the base puts it all inside, as an inline guard checks.
+      if (!FL)
+        FL = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_limit"), "carat.vlimit");
+      In = B.CreateICmpULE(A, FL);
+    } else {
+      Value *Z = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Hi))), FB);
+      In = B.CreateAnd(B.CreateICmpULE(A, Z), B.CreateICmpULE(Z, FS));
+    }
     Ok = Ok ? B.CreateAnd(Ok, In) : In;
   }
   return Ok;

@@ -52,6 +52,16 @@ bool exomem_carat::loadOrStore(Instruction &I, const DataLayout &DL, Value *&Ptr
   return false;
 }
 
+GlobalVariable *exomem_carat::fastPathGlobal(Module &M, StringRef Name) {
+  GlobalVariable *G = M.getGlobalVariable(Name);
+  if (!G)
+    G = new GlobalVariable(M, Type::getInt64Ty(M.getContext()), false,
+                           GlobalValue::ExternalLinkage, nullptr, Name);
+  if (M.getPIELevel() != PIELevel::Default || M.getPICLevel() == PICLevel::NotPIC)
+    G->setDSOLocal(true);
+  return G;
+}
+
 std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL,
                                                GuardCounts &C) {
   std::vector<Guard> Gs;
@@ -110,9 +120,7 @@ std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL
 }
 
 namespace {
-// EXO_CARAT_FAST_MIN_SPAN in include/exomem/carat.h: the runtime never opens a smaller
-// fast path.
-constexpr uint64_t MinSpan = 4096;
+constexpr uint64_t MinSpan = MinFastSpan;
 
 struct Emitter {
   Module &M;
@@ -142,12 +150,7 @@ struct Emitter {
     Unlikely = MDBuilder(C).createBranchWeights(1, 1 << 20);
   }
 
-  GlobalVariable *fastGlobal(StringRef Name) {
-    Type *I64 = Type::getInt64Ty(M.getContext());
-    if (GlobalVariable *G = M.getGlobalVariable(Name))
-      return G;
-    return new GlobalVariable(M, I64, false, GlobalValue::ExternalLinkage, nullptr, Name);
-  }
+  GlobalVariable *fastGlobal(StringRef Name) { return fastPathGlobal(M, Name); }
 
   // Off = A - base; if (!(Off <= limit)) exo_carat_guard_slow(A, Len, Access, site), with
   // limit = span - the runtime's minimum span, for a constant Len up to that minimum: one
@@ -162,8 +165,10 @@ struct Emitter {
              bool MaybeZero) {
     IRBuilder<> B(Before);
     Type *I64 = B.getInt64Ty();
-    Value *Base = B.CreateLoad(I64, BaseSlot ? (Value *)BaseSlot : FastBase, "carat.base");
-    Value *Off = B.CreateSub(A, Base);
+    // In registers the base is kept negated: A + (-base) is one lea that leaves A as it
+    // was, where A - base is a copy of A and a subtraction.
+    Value *Off = BaseSlot ? B.CreateAdd(A, B.CreateLoad(I64, BaseSlot, "carat.negbase"))
+                          : B.CreateSub(A, B.CreateLoad(I64, FastBase, "carat.base"));
     Value *Ok;
     auto *CLen = dyn_cast<ConstantInt>(Len);
     if (CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero())) {
@@ -206,7 +211,7 @@ struct Emitter {
 
   void reload(IRBuilder<> &B) {
     Type *I64 = B.getInt64Ty();
-    B.CreateStore(B.CreateLoad(I64, FastBase), BaseSlot);
+    B.CreateStore(B.CreateNeg(B.CreateLoad(I64, FastBase)), BaseSlot);
     B.CreateStore(B.CreateLoad(I64, FastLimit), LimitSlot);
   }
 

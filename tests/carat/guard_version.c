@@ -9,7 +9,11 @@
  *   weigh          a loop that calls a function that calls nothing reads past it, with
  *                  a second region (no fast path; it holds the stack the call needs):
  *                  stopped at "the versioned weighing";
- *   function       the same for the call-free comparison, at "the versioned compare". */
+ *   function       the same for the call-free comparison, at "the versioned compare";
+ *   near           a call-free function whose reach from its argument is at most 4 KiB
+ *                  (its entry check is one compare with the fast path's limit), called 4
+ *                  bytes before the end of the one region (near_end): stopped at "the
+ *                  versioned sum". */
 #include "carat_check.h"
 
 #include <exomem/carat.h>
@@ -58,6 +62,30 @@ static __attribute__((noinline)) int compare4(const unsigned char *block, unsign
     return 0;
 }
 
+/* Eight bytes from p: a reach of at most 4 KiB, checked at entry like an inline guard, by
+ * its first byte against the fast path's limit. */
+static __attribute__((noinline)) unsigned sum8(const unsigned char *p)
+{
+    unsigned s = 0;
+    for (unsigned k = 0; k < 8; k++)
+        s += p[k] * (k + 1);   /* the versioned sum */
+    return s;
+}
+
+/* The block in this frame, so that one region, from the bottom of the address space to the
+ * block's middle, holds the deeper frames' stack too (the call guards), and the fast path
+ * is open and ends 4 bytes into sum8's reach. */
+static __attribute__((noinline)) int near_end(void)
+{
+    unsigned char local[8192] __attribute__((aligned(4096)));
+    memset(local, 'a', sizeof local);
+    uintptr_t b = (uintptr_t)local;
+    struct exo_carat_region r = { 4096, b, EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC };
+    CHECK(exo_carat_set_regions(&r, 1) == 0);
+    CHECK(sum8(local + 4000) == 'a' * 36);   /* inside: the copy without guards */
+    return (int)sum8(local + 4092);          /* local[4096] is its fifth byte */
+}
+
 /* Computed gotos take their targets from a table of block addresses, which would still
  * name the original blocks from a copy: neither this call-free function nor its dispatch
  * loop is copied. */
@@ -94,6 +122,7 @@ int main(int argc, char **argv)
         CHECK(weigh(block, 90) == 7910 + 2);   /* 7909 'a's and one 'c' */
         CHECK(compare4(block, 99, 98) == 1);   /* "ca" > "aa" */
         CHECK(compare4(block, 98, 99) == 0 && compare4(block, 200, 300) == 0);
+        CHECK(sum8(block + 96) == 'a' * 36 + ('c' - 'a') * 5);   /* block[100] is p[4] */
         printf("guard_version: %u %d\n", run_length(block, 8000), compare4(block, 96, 97));
         return 0;
     }
@@ -106,6 +135,8 @@ int main(int argc, char **argv)
     struct exo_carat_region r[2] = {
         { 4096, b, all }, { b + 8192, ((uintptr_t)1 << 47) - b - 8192, all },
     };
+    if (strcmp(mode, "near") == 0)
+        return near_end();
     CHECK(exo_carat_set_regions(r, strcmp(mode, "loop") == 0 ? 1 : 2) == 0);
     CHECK(exo_carat_region_lookup(b + 4095, 1) != 0 && exo_carat_region_lookup(b + 4096, 1) == 0);
     if (strcmp(mode, "loop") == 0)
