@@ -27,6 +27,12 @@ bool isRuntimeFunction(const llvm::Function &F);
 // function's name), for the runtime's reports.
 llvm::Constant *siteString(llvm::Module &M, const llvm::Instruction &I);
 
+// The runtime's global Name (data, not a function), declared in M with type Ty if it is not
+// there. In a module for an executable (PIE or not position-independent), which has the
+// runtime linked in (exomem-cc), it is addressed directly, not through the GOT; a module
+// built for a shared library keeps the GOT.
+llvm::GlobalVariable *runtimeGlobal(llvm::Module &M, llvm::StringRef Name, llvm::Type *Ty);
+
 // Allocation and escape tracking on M; returns whether M changed.
 struct TrackCounts {
   unsigned Allocs = 0, Frees = 0, StackObjects = 0, Globals = 0, Escapes = 0, Copies = 0;

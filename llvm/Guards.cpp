@@ -53,13 +53,7 @@ bool exomem_carat::loadOrStore(Instruction &I, const DataLayout &DL, Value *&Ptr
 }
 
 GlobalVariable *exomem_carat::fastPathGlobal(Module &M, StringRef Name) {
-  GlobalVariable *G = M.getGlobalVariable(Name);
-  if (!G)
-    G = new GlobalVariable(M, Type::getInt64Ty(M.getContext()), false,
-                           GlobalValue::ExternalLinkage, nullptr, Name);
-  if (M.getPIELevel() != PIELevel::Default || M.getPICLevel() == PICLevel::NotPIC)
-    G->setDSOLocal(true);
-  return G;
+  return runtimeGlobal(M, Name, Type::getInt64Ty(M.getContext()));
 }
 
 std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL,

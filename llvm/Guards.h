@@ -46,9 +46,8 @@ void versionFunction(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
 // EXO_CARAT_FAST_MIN_SPAN in include/exomem/carat.h: the runtime never opens a smaller
 // fast path, and an inline guard's limit is the span less this.
 constexpr uint64_t MinFastSpan = 4096;
-// The runtime's fast-path bound Name (exo_carat_fast_base, _span, _limit), declared in M.
-// In a module for an executable (PIE or not position-independent), which has the runtime
-// linked in (exomem-cc), it is addressed directly, not through the GOT.
+// The runtime's fast-path bound Name (exo_carat_fast_base, _span, _limit) in M
+// (runtimeGlobal: addressed directly in a module for an executable).
 llvm::GlobalVariable *fastPathGlobal(llvm::Module &M, llvm::StringRef Name);
 // Is I a load or a store, and of which address and how many bytes?
 bool loadOrStore(llvm::Instruction &I, const llvm::DataLayout &DL, llvm::Value *&Ptr,

@@ -39,6 +39,15 @@ bool exomem_carat::isRuntimeFunction(const Function &F) {
   return N.starts_with("exo_carat_") || N.starts_with("exomem.carat.");
 }
 
+GlobalVariable *exomem_carat::runtimeGlobal(Module &M, StringRef Name, Type *Ty) {
+  GlobalVariable *G = M.getGlobalVariable(Name);
+  if (!G)
+    G = new GlobalVariable(M, Ty, false, GlobalValue::ExternalLinkage, nullptr, Name);
+  if (M.getPIELevel() != PIELevel::Default || M.getPICLevel() == PICLevel::NotPIC)
+    G->setDSOLocal(true);
+  return G;
+}
+
 Constant *exomem_carat::siteString(Module &M, const Instruction &I) {
   std::string S;
   if (const DebugLoc &DL = I.getDebugLoc()) {

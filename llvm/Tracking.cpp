@@ -101,7 +101,7 @@ struct Runtime {
   Runtime(Module &M) {
     LLVMContext &C = M.getContext();
     Type *I8 = Type::getInt8Ty(C);
-    State = cast<GlobalVariable>(M.getOrInsertGlobal("exo_carat", I8));
+    State = runtimeGlobal(M, "exo_carat", I8);
     Tls = cast<GlobalVariable>(M.getOrInsertGlobal("exo_carat_tls", I8, [&] {
       return new GlobalVariable(M, I8, false, GlobalValue::ExternalLinkage, nullptr,
                                 "exo_carat_tls", nullptr,
