@@ -193,8 +193,11 @@ void exo_carat_world_resume(void);
 int exo_carat_world_install(void);
 
 /* ---- moves (move.c) and the mover thread (mover.c) ---- */
-int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
-                       struct exo_carat_move_cost *cost);
+/* requester: the thread waiting in exo_carat_move for this move (0: the mover's own);
+ * requester_floor: its stack pointer inside exo_carat_move, below which lie only the
+ * runtime's and the C library's frames (0: not known). */
+int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floor,
+                       void **new_base, struct exo_carat_move_cost *cost);
 uintptr_t exo_carat_worst_heap(void);   /* lock held */
 
 #endif

@@ -137,6 +137,7 @@ struct patch {
     uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail, end */
     bool in_libc;              /* the words being visited are a thread's stopped in libc */
     pid_t requester;           /* the thread waiting in exo_carat_move for this move, or 0 */
+    uintptr_t requester_floor; /* its stack pointer in exo_carat_move (0: not known) */
     bool check;
     uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
     uintptr_t derived_value;   /* the first of them, for the error message */
@@ -439,19 +440,34 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
      * in malloc: its words are the program's, as old chunk addresses in its stack are no
      * malloc state (they refused moves of move_qsort's buffer one run in two). */
     p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo && pk->tid != p->requester;
-    static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
-                                REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
-                                REG_R13, REG_R14, REG_R15 };
-    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
-        patch_word(p, (uintptr_t *)&g[regs[i]]);
-    patch_vectors(p, uc);
     uintptr_t rsp = (uintptr_t)g[REG_RSP] & ~(uintptr_t)7, lo, hi;
     if (pk->on_alternate_stack) {
         lo = (uintptr_t)uc->uc_stack.ss_sp;
         hi = lo + uc->uc_stack.ss_size;
     } else if (!stack_of(pk->tid, rsp, &lo, &hi)) {
-        return;
+        lo = hi = 0;
     }
+    /* The thread that asked for this move: exo_carat_move spilled every callee-saved
+     * register into its own frame, so the caller's words all lie from its stack pointer
+     * there up. The check for derived addresses reads only those; below are the runtime's
+     * and the C library's frames of the wait, whose stale words (the C library's chunk
+     * addresses next to the block, from calls long returned) refused exo_carat_move in
+     * move_derived one run in 250, every retry alike. They, and the registers, are still
+     * patched like any other thread's. */
+    bool caller_only = p->check && pk->tid == p->requester && p->requester_floor &&
+                       !pk->on_alternate_stack && p->requester_floor - lo < hi - lo;
+    if (!caller_only) {
+        static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
+                                    REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
+                                    REG_R13, REG_R14, REG_R15 };
+        for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+            patch_word(p, (uintptr_t *)&g[regs[i]]);
+        patch_vectors(p, uc);
+    } else if (p->requester_floor > rsp + 128) {
+        rsp = p->requester_floor + 128;   /* the scan starts 128 bytes below (red zone) */
+    }
+    if (lo == hi)
+        return;
     /* The signal frame (below the red zone, or on an alternate stack) is not scanned: its
      * register copy is patched above; the rest is the kernel's. */
     patch_stack_words(p, rsp, lo, hi, (uintptr_t)uc, (uintptr_t)(uc + 1));
@@ -611,8 +627,8 @@ static void note_inner_logged(const struct patch *p)
     }
 }
 
-int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
-                       struct exo_carat_move_cost *cost)
+int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floor,
+                       void **new_base, struct exo_carat_move_cost *cost)
 {
     struct exo_carat_move_cost c;
     memset(&c, 0, sizeof c);
@@ -714,7 +730,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, void **new_base,
      * address), which programs keep as the end of a block they carve up by its usable size
      * (the escape sets keep them too: a value may be base + span). */
     struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + span + 1, false, requester, true, 0, 0, false };
+                       base + span + 1, false, requester, requester_floor, true, 0, 0, false };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, &parked[i]);

@@ -21,6 +21,7 @@ static struct {
     bool pending, finished;
     uintptr_t addr;
     pid_t requester;              /* the thread waiting in exo_carat_move */
+    uintptr_t requester_floor;    /* its stack pointer there (exo_carat_move_now) */
     void *new_base;
     struct exo_carat_move_cost cost;
     int rc;
@@ -53,7 +54,7 @@ static void move_worst(void)
     uintptr_t w = exo_carat_worst_heap();
     pthread_mutex_unlock(&exo_carat.lock);
     if (w)
-        exo_carat_move_now(w, 0, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
+        exo_carat_move_now(w, 0, 0, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */
     pthread_mutex_unlock(&one_move);
 }
 
@@ -70,10 +71,11 @@ static void *mover_main(void *arg)
             mv.pending = false;
             uintptr_t addr = mv.addr;
             pid_t requester = mv.requester;
+            uintptr_t floor = mv.requester_floor;
             pthread_mutex_unlock(&mv.lock);
             void *nb = NULL;
             struct exo_carat_move_cost c;
-            int rc = exo_carat_move_now(addr, requester, &nb, &c);
+            int rc = exo_carat_move_now(addr, requester, floor, &nb, &c);
             pthread_mutex_lock(&mv.lock);
             mv.rc = rc;
             if (rc)   /* the message is this thread's: the caller's thread gets a copy */
@@ -123,6 +125,14 @@ EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_m
      * stack, and old addresses left in an unset buffer here would look like addresses
      * derived from the block and refuse the move. */
     char msg[sizeof mv.msg] = "";
+    /* Every callee-saved register into this frame: the caller's words then all lie from
+     * this frame's stack pointer up, and the move's check for addresses derived from the
+     * block need not read the frames of the wait below (move.c, patch_thread). */
+    __builtin_unwind_init();
+    uintptr_t floor = 0;
+#if defined(__x86_64__)
+    __asm__ volatile("mov %%rsp, %0" : "=r"(floor));
+#endif
     carat_ensure_init();
     pthread_mutex_lock(&one_move);
     pthread_mutex_lock(&mv.lock);
@@ -130,6 +140,7 @@ EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_m
     if (!rc) {
         mv.addr = (uintptr_t)addr;
         mv.requester = exo_os_gettid();
+        mv.requester_floor = floor;
         mv.pending = true;
         mv.finished = false;
         pthread_cond_signal(&mv.wake);
