@@ -1,8 +1,8 @@
 // Guards (CARAT section 4.1.1): every load, store, memory intrinsic and call is checked
 // against the process's protection regions, after CARAT's optimisations have removed what
 // they can (GuardOpt.cpp). A guard is inline code: with one region it compares the address
-// range with two globals the runtime keeps (exo_carat_fast_base/limit, kept in registers)
-// and calls the runtime only when outside (exo_carat_guard_slow through its preserve_most
+// with a global the runtime keeps (exo_carat_fast_end, kept in a register; a range with
+// exo_carat_fast_base/limit) and calls the runtime only when outside (exo_carat_guard_slow through its preserve_most
 // entry, which searches every region, reports a violation and raises SIGSEGV).
 #include "Guards.h"
 
@@ -27,6 +27,12 @@ static cl::opt<bool> GuardBoundsInRegisters(
     "carat-guard-bounds-in-registers", cl::init(true),
     cl::desc("exomem CARAT: keep the fast path's bounds in registers (read at entry and "
              "after each call) rather than reading them from memory at each guard"));
+
+static cl::opt<bool> GuardOneCompare(
+    "carat-guard-one-compare", cl::init(true),
+    cl::desc("exomem CARAT: check a load, store or call by one compare with "
+             "exo_carat_fast_end (an access below the region faults in the hardware; "
+             "carat.h), rather than two-sided with the fast path's base and limit"));
 
 static bool skipCall(const CallBase &CB) {
   if (CB.isInlineAsm())
@@ -120,13 +126,15 @@ struct Emitter {
   Module &M;
   FunctionCallee Slow;
   GlobalVariable *FastBase, *FastSpan;
-  GlobalVariable *FastLimit;
+  GlobalVariable *FastLimit, *FastEnd;
   Function *ReadReg;
   MDNode *Unlikely;
   // The fast path of the function being guarded, kept in stack slots that are promoted to
-  // registers once every guard is in (null: read the globals at each guard): its base and
-  // its span less the runtime's minimum (below; the span is that plus the minimum).
-  AllocaInst *BaseSlot = nullptr, *LimitSlot = nullptr;
+  // registers once every guard is in (null: read the globals at each guard): with one
+  // compare, its end (less the runtime's minimum span) alone, the other guards reading
+  // base and limit from memory; else its base (negated) and its span less the minimum
+  // (below; the span is that plus the minimum).
+  AllocaInst *BaseSlot = nullptr, *LimitSlot = nullptr, *EndSlot = nullptr;
 
   explicit Emitter(Module &Mod) : M(Mod) {
     LLVMContext &C = M.getContext();
@@ -140,6 +148,7 @@ struct Emitter {
     FastBase = fastGlobal("exo_carat_fast_base");
     FastSpan = fastGlobal("exo_carat_fast_span");
     FastLimit = fastGlobal("exo_carat_fast_limit");
+    FastEnd = fastGlobal("exo_carat_fast_end");
     ReadReg = Intrinsic::getDeclaration(&M, Intrinsic::read_register, {I64});
     Unlikely = MDBuilder(C).createBranchWeights(1, 1 << 20);
   }
@@ -154,18 +163,30 @@ struct Emitter {
   // exact check. (Comparing with span - Len instead is exact, but costs a subtraction at
   // each guard in functions where the span lives in a register.) Otherwise Off <= span
   // && Len <= span - Off, and a Len that may be 0 passes (memcpy(p, q, 0) touches
-  // nothing).
+  // nothing). One instruction's access (Single: a load, store or atomic, the accesses one
+  // coalesced check stands for, a call's frame) is, with one compare, A <= end: the
+  // fast path's end less the minimum, which the runtime opens only when nothing below the
+  // region can be mapped (carat.h: exo_carat_fast_end), so that one faulting instruction
+  // stands for the violation below it. Memory intrinsics and ranges keep the two-sided
+  // check: a copy may write part of its range before it faults.
   void check(Instruction *Before, Value *A, Value *Len, int Access, const Instruction &SiteOf,
-             bool MaybeZero) {
+             bool MaybeZero, bool Single) {
     IRBuilder<> B(Before);
     Type *I64 = B.getInt64Ty();
+    Value *Ok;
+    auto *CLen = dyn_cast<ConstantInt>(Len);
+    bool Fixed = CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero());
+    if (Fixed && Single && GuardOneCompare) {
+      Ok = B.CreateICmpULE(A, B.CreateLoad(I64, EndSlot ? (Value *)EndSlot : FastEnd,
+                                           "carat.end"));
+      emitSlowCall(Before, Ok, A, Len, Access, SiteOf);
+      return;
+    }
     // In registers the base is kept negated: A + (-base) is one lea that leaves A as it
     // was, where A - base is a copy of A and a subtraction.
     Value *Off = BaseSlot ? B.CreateAdd(A, B.CreateLoad(I64, BaseSlot, "carat.negbase"))
                           : B.CreateSub(A, B.CreateLoad(I64, FastBase, "carat.base"));
-    Value *Ok;
-    auto *CLen = dyn_cast<ConstantInt>(Len);
-    if (CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero())) {
+    if (Fixed) {
       Value *Limit = B.CreateLoad(I64, LimitSlot ? (Value *)LimitSlot : FastLimit, "carat.limit");
       Ok = B.CreateICmpULE(Off, Limit);
     } else {
@@ -176,6 +197,13 @@ struct Emitter {
       if (MaybeZero)
         Ok = B.CreateOr(Ok, B.CreateICmpEQ(Len, ConstantInt::get(I64, 0)));
     }
+    emitSlowCall(Before, Ok, A, Len, Access, SiteOf);
+  }
+
+  // if (!Ok) the slow path, before Before.
+  void emitSlowCall(Instruction *Before, Value *Ok, Value *A, Value *Len, int Access,
+                    const Instruction &SiteOf) {
+    IRBuilder<> B(Before);
     Instruction *Then =
         SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
     IRBuilder<> T(Then);
@@ -188,7 +216,7 @@ struct Emitter {
   // every guard, so that the backend keeps them in registers through loops. Not in functions
   // with invoke (exception edges) or setjmp (registers are not restored by longjmp).
   void beginFunction(Function &F) {
-    BaseSlot = LimitSlot = nullptr;
+    BaseSlot = LimitSlot = EndSlot = nullptr;
     if (!GuardBoundsInRegisters || F.callsFunctionThatReturnsTwice())
       return;
     for (BasicBlock &BB : F)
@@ -198,13 +226,21 @@ struct Emitter {
     BasicBlock &Entry = F.getEntryBlock();
     IRBuilder<> B(&Entry, Entry.getFirstInsertionPt());
     Type *I64 = B.getInt64Ty();
-    BaseSlot = B.CreateAlloca(I64, nullptr, "carat.base.slot");
-    LimitSlot = B.CreateAlloca(I64, nullptr, "carat.limit.slot");
+    if (GuardOneCompare) {
+      EndSlot = B.CreateAlloca(I64, nullptr, "carat.end.slot");
+    } else {
+      BaseSlot = B.CreateAlloca(I64, nullptr, "carat.base.slot");
+      LimitSlot = B.CreateAlloca(I64, nullptr, "carat.limit.slot");
+    }
     reload(B);
   }
 
   void reload(IRBuilder<> &B) {
     Type *I64 = B.getInt64Ty();
+    if (EndSlot) {
+      B.CreateStore(B.CreateLoad(I64, FastEnd), EndSlot);
+      return;
+    }
     B.CreateStore(B.CreateNeg(B.CreateLoad(I64, FastBase)), BaseSlot);
     B.CreateStore(B.CreateLoad(I64, FastLimit), LimitSlot);
   }
@@ -214,7 +250,7 @@ struct Emitter {
   // calls that cannot (Keep: plain library calls, functions of the module that make only
   // such calls), which leave the registers as they were.
   void endFunction(Function &F, const BoundsKeepers &Keep) {
-    if (!BaseSlot)
+    if (!BaseSlot && !EndSlot)
       return;
     SmallVector<CallBase *, 32> Calls;
     for (BasicBlock &BB : F)
@@ -228,8 +264,11 @@ struct Emitter {
         reload(B);
       }
     DominatorTree DT(F);
-    PromoteMemToReg({BaseSlot, LimitSlot}, DT);
-    BaseSlot = LimitSlot = nullptr;
+    if (EndSlot)
+      PromoteMemToReg({EndSlot}, DT);
+    else
+      PromoteMemToReg({BaseSlot, LimitSlot}, DT);
+    BaseSlot = LimitSlot = EndSlot = nullptr;
   }
 
   void emit(Guard &G) {
@@ -239,20 +278,21 @@ struct Emitter {
     switch (G.K) {
     case Guard::Load:
     case Guard::Store:
-      check(Before, B.CreatePtrToInt(G.Ptr, I64), B.getInt64(G.Size), G.Access, *G.At, false);
+      check(Before, B.CreatePtrToInt(G.Ptr, I64), B.getInt64(G.Size), G.Access, *G.At, false,
+            true);
       break;
     case Guard::Range:
       check(Before, B.CreatePtrToInt(G.Ptr, I64), B.CreateZExtOrTrunc(G.Len, I64), G.Access,
-            *G.At, true);
+            *G.At, true, false);
       break;
     case Guard::Merged:
-      check(Before, G.Lo, B.CreateSub(G.Hi, G.Lo), G.Access, *G.At, true);
+      check(Before, G.Lo, B.CreateSub(G.Hi, G.Lo), G.Access, *G.At, true, false);
       break;
     case Guard::Call: {
       MDNode *Rsp = MDNode::get(M.getContext(), MDString::get(M.getContext(), "rsp"));
       Value *Sp = B.CreateCall(ReadReg, {MetadataAsValue::get(M.getContext(), Rsp)});
       check(Before, B.CreateSub(Sp, B.getInt64(G.Size)), B.getInt64(G.Size), G.Access, *G.At,
-            false);
+            false, true);
       break;
     }
     }

@@ -52,8 +52,8 @@ if [ $sanitized = no ]; then
     [ "$(stat "$dir/gr.json" guard_loads)" = 4 ] && [ "$(stat "$dir/gr.json" opt_value_range)" = 2 ] &&
         [ "$(stat "$dir/gr.json" guards_final)" = 2 ] || bad "guard_ranges counts: $(cat "$dir/gr.json")"
 fi
-# Inserted guards are real code: a guard reads the fast-path bounds.
-nm "$dir/g.o" | grep -q "U exo_carat_fast_base" || bad "no inline guard in guard_counts.o"
+# Inserted guards are real code: a guard reads the fast path's end (one compare).
+nm "$dir/g.o" | grep -q "U exo_carat_fast_end" || bad "no inline guard in guard_counts.o"
 
 # Tracking: allocations, frees, stack objects, escapes.
 EXOMEM_CARAT_STATS=$dir/t.json "$cc" "${flags[@]}" "$src/tests/carat/tracking_counts.c" \
@@ -99,6 +99,32 @@ rc=$?
 line=$(grep -n "the coalesced read" "$src/tests/carat/violation.c" | cut -d: -f1)
 grep -q "guard violation: read of 16 bytes at .*violation.c:$line" "$dir/f.err" ||
     bad "violation (fields) report: $(cat "$dir/f.err")"
+
+# The one-compare guards (exo_carat_fast_end) and the two-sided ones they replace: open for
+# the default region, closed for one above what the kernel maps (the slow path's exact
+# check, which reports an access below it), open again from the bottom; an access below
+# every region faults in the hardware with one compare (SIGSEGV, no report), and is
+# reported by a two-sided guard.
+for form in one two; do
+    extra=(); [ $form = two ] && extra=(-mllvm -carat-guard-one-compare=false -DTWO_SIDED)
+    EXOMEM_CARAT_PARTS=track,escapes,guards "$cc" "${flags[@]}" "${extra[@]}" \
+        "$src/tests/carat/guard_fast_end.c" -o "$dir/guard_fast_end" ||
+        bad "guard_fast_end.c did not build ($form)"
+    "$dir/guard_fast_end" >/dev/null || bad "guard_fast_end failed ($form)"
+    line=$(grep -n "the read below" "$src/tests/carat/guard_fast_end.c" | cut -d: -f1)
+    for m in below null; do
+        ASAN_OPTIONS=handle_segv=0 "$dir/guard_fast_end" $m 2>"$dir/gfe.err"
+        rc=$?
+        [ $rc = 139 ] || bad "guard_fast_end $m ($form): exit $rc, want 139 (SIGSEGV)"
+        if [ $m = null ] && [ $form = one ]; then
+            grep -q "guard violation" "$dir/gfe.err" &&
+                bad "guard_fast_end null (one): a guard reported it: $(cat "$dir/gfe.err")"
+        else
+            grep -q "guard violation: read of 4 bytes at .* at .*guard_fast_end.c:$line" "$dir/gfe.err" ||
+                bad "guard_fast_end $m ($form) report: $(cat "$dir/gfe.err")"
+        fi
+    done
+done
 
 # Versioned loops and functions: guards dropped only behind a check of the whole range the
 # accesses can reach; a violation in each must still be caught, at its own line.

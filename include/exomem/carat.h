@@ -198,6 +198,15 @@ void exo_carat_guard_slow(uintptr_t addr, uintptr_t len, int access, const char 
  * exo_carat_fast_limit is that value, kept by the runtime for guards that read it from
  * memory rather than keeping it in a register. */
 extern uintptr_t exo_carat_fast_base, exo_carat_fast_span, exo_carat_fast_limit;
+/* The one-compare form the plugin uses for a load, store or call (constant len up to
+ * EXO_CARAT_FAST_MIN_SPAN): a <= exo_carat_fast_end needs no call. It is the fast path's
+ * end less EXO_CARAT_FAST_MIN_SPAN when its region starts at or below the lowest address
+ * the kernel maps (vm.mmap_min_addr), so that an access below the region that passes it
+ * faults in the hardware, with SIGSEGV as a guard's violation raises but without its
+ * report; else 0, and every such guard takes the slow path (exact). Only a program with
+ * CAP_SYS_RAWIO that maps memory below vm.mmap_min_addr itself can reach memory there
+ * that no region holds: build it with -mllvm -carat-guard-one-compare=false. */
+extern uintptr_t exo_carat_fast_end;
 #define EXO_CARAT_FAST_MIN_SPAN ((uintptr_t)4096)
 #define EXO_CARAT_FAST_CLOSED ((uintptr_t)1 << 63)
 /* The runtime's state that the plugin's inline hooks read and write in place of calls: the

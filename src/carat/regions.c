@@ -33,6 +33,23 @@ static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 
 EXO_API uintptr_t exo_carat_fast_base = USER_LO, exo_carat_fast_span = USER_HI - USER_LO;
 EXO_API uintptr_t exo_carat_fast_limit = USER_HI - USER_LO - EXO_CARAT_FAST_MIN_SPAN;
+/* Closed (0) until the start-up below has read how low the kernel maps: guards that run
+ * before it take the slow path, which is exact. */
+EXO_API uintptr_t exo_carat_fast_end;
+
+/* The lowest address the kernel maps for a process without CAP_SYS_RAWIO; 0 if unknown. */
+static uintptr_t lowest_mappable;
+
+/* The one-compare fast path (carat.h: exo_carat_fast_end) of a set with a fast path: open
+ * when nothing below its region can be mapped, so that an access below it that passes
+ * faults as a page fault would. set_lock held. */
+static void open_fast_end(const struct region_set *now)
+{
+    if (lowest_mappable && now->r[0].base <= lowest_mappable)
+        __atomic_store_n(&exo_carat_fast_end,
+                         now->r[0].base + now->r[0].len - EXO_CARAT_FAST_MIN_SPAN,
+                         __ATOMIC_RELEASE);
+}
 
 static struct region_set *regions_now(void)
 {
@@ -84,6 +101,7 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
     /* Close the fast path first, so no guard passes on the old range under the new set
      * (the base first: with it closed, no span lets a real address through), and open it
      * span first (a new span with the closed base passes nothing). */
+    __atomic_store_n(&exo_carat_fast_end, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_base, EXO_CARAT_FAST_CLOSED, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_span, EXO_CARAT_FAST_MIN_SPAN, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_limit, 0, __ATOMIC_RELEASE);
@@ -95,9 +113,26 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
         __atomic_store_n(&exo_carat_fast_limit, now->r[0].len - EXO_CARAT_FAST_MIN_SPAN,
                          __ATOMIC_RELEASE);
         __atomic_store_n(&exo_carat_fast_base, now->r[0].base, __ATOMIC_RELEASE);
+        open_fast_end(now);
     }
     pthread_mutex_unlock(&set_lock);
     return 0;
+}
+
+/* At start-up, before main: how low the kernel maps, and the default set's one-compare
+ * fast path (unless the program set regions already). If the sysctl cannot be read, that
+ * fast path stays closed: the plugin's one-compare guards then all take the exact slow
+ * path (slow, never wrong). */
+__attribute__((constructor(101))) static void open_default_fast_end(void)
+{
+    uint64_t lowest;
+    if (exo_os_lowest_map_addr(&lowest) != 0)
+        return;
+    pthread_mutex_lock(&set_lock);
+    lowest_mappable = (uintptr_t)lowest;
+    if (!atomic_load_explicit(&current, memory_order_acquire))
+        open_fast_end(regions_now());
+    pthread_mutex_unlock(&set_lock);
 }
 
 /* The region holding addr, or NULL. */

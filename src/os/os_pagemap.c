@@ -1,11 +1,13 @@
-/* /proc/self views of memory: the map (ranges, counts), pagemap (entries, PAGEMAP_SCAN),
- * clear_refs; and the shared-memory files that MAP2 maps twice. */
+/* /proc views of memory: the map (ranges, counts), pagemap (entries, PAGEMAP_SCAN),
+ * clear_refs, the lowest mappable address; and the shared-memory files that MAP2 maps
+ * twice. */
 #include "os/os.h"
 #include "os/os_vm.h"
 #include "internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -151,5 +153,23 @@ int exo_os_map_shared(int fd, off_t off, uint64_t len, int access, void **addr)
     if (p == MAP_FAILED)
         return -exo_os_code(errno);
     *addr = p;
+    return 0;
+}
+
+int exo_os_lowest_map_addr(uint64_t *addr)
+{
+    int fd = exo_os_open("/proc/sys/vm/mmap_min_addr", O_RDONLY, 0);
+    if (fd < 0)
+        return fd;
+    char text[32] = { 0 };
+    long n = exo_os_pread_some(fd, text, sizeof text - 1, 0);
+    exo_os_close(fd);
+    if (n <= 0 || text[0] < '0' || text[0] > '9')
+        return n < 0 ? (int)n : -EXO_EIO;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end != '\n' && *end != '\0')
+        return -EXO_EIO;
+    *addr = v;
     return 0;
 }

@@ -29,6 +29,10 @@ int exo_os_range_info(uint64_t addr, uint64_t len, struct exo_os_range_info *inf
 /* Number of mappings (lines of /proc/self/maps), or a negative code. */
 long exo_os_map_count(void);
 
+/* The lowest address the kernel lets a process map without CAP_SYS_RAWIO (the sysctl
+ * vm.mmap_min_addr) into *addr: 0, or a negative code if it cannot be read. */
+int exo_os_lowest_map_addr(uint64_t *addr);
+
 /* --- signals --- */
 
 /* Install fn for sig (SA_SIGINFO|SA_ONSTACK|SA_NODEFER|SA_RESTART), storing the previous

@@ -1,0 +1,81 @@
+/* The one-compare guards (exo_carat_fast_end, carat.h): open for the default region, which
+ * starts no higher than the kernel maps (vm.mmap_min_addr); closed (0) for a single region
+ * that starts above it, where every guard takes the slow path's exact check and a
+ * violation below the region is still reported; open again for a region from the bottom.
+ *   (no argument)  the checks above, and guarded accesses that must pass;
+ *   below          one region above the block: a guarded read of the block, below the
+ *                  region, must be reported at "the read below" (SIGSEGV);
+ *   null           a guarded read of address 16, below every region: with one compare it
+ *                  faults in the hardware (SIGSEGV, no report); built with
+ *                  -carat-guard-one-compare=false (and -DTWO_SIDED) the guard reports it
+ *                  first. */
+#include "carat_check.h"
+
+#include <exomem/carat.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define USER_TOP ((uintptr_t)1 << 47)
+
+static __attribute__((noinline)) int read_at(const volatile int *p)
+{
+    return *p;   /* the read below */
+}
+
+/* vm.mmap_min_addr, or 0 if it cannot be read. */
+static uintptr_t lowest_mappable(void)
+{
+    FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "r");
+    unsigned long v = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    const int all = EXO_CARAT_READ | EXO_CARAT_WRITE | EXO_CARAT_EXEC;
+    uintptr_t lowest = lowest_mappable();
+    if (lowest >= 4096)   /* the default region [4096, 2^47) starts no higher */
+        CHECK(exo_carat_fast_end == USER_TOP - EXO_CARAT_FAST_MIN_SPAN);
+    else
+        CHECK(exo_carat_fast_end == 0);
+    int *block = malloc(2 * 4096);
+    CHECK(block);
+    block[0] = 7;
+    CHECK(read_at(block) == 7);
+    if (strcmp(mode, "null") == 0)
+        return read_at((const volatile int *)16);
+    uintptr_t b = (uintptr_t)block;
+
+    /* One region from the block's second page up: above what the kernel maps. */
+    uintptr_t hi = (b + 4096) & ~(uintptr_t)4095;
+    struct exo_carat_region above = { hi, USER_TOP - hi, all };
+    CHECK(exo_carat_set_regions(&above, 1) == 0);
+    CHECK(exo_carat_fast_end == 0 && exo_carat_fast_base == hi);
+    if (strcmp(mode, "below") == 0)
+        return read_at(block);   /* below the region: reported */
+    struct exo_carat_stats before, after;
+    exo_carat_get_stats(&before);
+    (void)read_at((const volatile int *)(hi + 8));   /* the block's, inside: let through */
+    exo_carat_get_stats(&after);
+#ifndef TWO_SIDED   /* built with -carat-guard-one-compare=false: the fast path lets it */
+    CHECK(after.guard_slow > before.guard_slow);
+#endif
+
+    /* One region from the bottom again, ending at the block's second page. */
+    struct exo_carat_region low = { 4096, hi - 4096, all };
+    CHECK(exo_carat_set_regions(&low, 1) == 0);
+    CHECK(exo_carat_fast_end == (lowest >= 4096 ? hi - EXO_CARAT_FAST_MIN_SPAN : 0));
+    CHECK(exo_carat_set_regions(NULL, 0) == 0);
+    CHECK(exo_carat_fast_end == (lowest >= 4096 ? USER_TOP - EXO_CARAT_FAST_MIN_SPAN : 0));
+    CHECK(read_at(block) == 7);
+    free(block);
+    printf("guard_fast_end: ok (vm.mmap_min_addr %lu)\n", (unsigned long)lowest);
+    return 0;
+}
