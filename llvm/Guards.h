@@ -46,7 +46,7 @@ void versionFunction(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
 // EXO_CARAT_FAST_MIN_SPAN in include/exomem/carat.h: the runtime never opens a smaller
 // fast path, and an inline guard's limit is the span less this.
 constexpr uint64_t MinFastSpan = 4096;
-// The runtime's fast-path bound Name (exo_carat_fast_base, _span, _limit) in M
+// The runtime's fast-path bound Name (exo_carat_fast_base, _span, _limit, _end) in M
 // (runtimeGlobal: addressed directly in a module for an executable).
 llvm::GlobalVariable *fastPathGlobal(llvm::Module &M, llvm::StringRef Name);
 // Is I a load or a store, and of which address and how many bytes?
