@@ -175,6 +175,10 @@ int exo_os_punch_hole(int fd, uint64_t off, uint64_t len);
 int exo_os_pread_all(int fd, void *buf, size_t len, off_t off);
 /* One pread of up to len bytes at off: the count read (0 at end of file) or -EXO_ code. */
 long exo_os_pread_some(int fd, void *buf, size_t len, off_t off);
+/* The number a small file of the kernel's holds (/proc/sys, /sys: "4096\n"), or -1 if it
+ * cannot be read or does not start with one. Plain open and read: safe in a signal
+ * handler. */
+long exo_os_read_long(const char *path);
 int exo_os_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 /* Size the file to len; reserve its blocks when `reserve` (ENOSPC -> -EXO_ENOSPC). */
 int exo_os_size_file(int fd, uint64_t len, bool reserve);

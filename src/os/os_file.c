@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <mntent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -170,4 +171,20 @@ int exo_os_find_hugetlbfs(uint64_t page_size, char *path, size_t path_len)
     }
     endmntent(f);
     return rc;
+}
+
+long exo_os_read_long(const char *path)
+{
+    char buf[32];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *end;
+    long v = strtol(buf, &end, 10);
+    return end == buf ? -1 : v;
 }

@@ -30,22 +30,6 @@ static const char *pool_file(uint64_t page_size, enum pool_count which)
     return NULL;
 }
 
-static long read_long(const char *path)
-{
-    char buf[32];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *end;
-    long v = strtol(buf, &end, 10);
-    return end == buf ? -1 : v;
-}
-
 /* Plain open/write: also safe from a signal handler that restores a pool. */
 static int write_long(const char *path, long v)
 {
@@ -69,8 +53,8 @@ int exo_os_pool_read(uint64_t page_size, long *total, long *free_pages)
 {
     if (!pool_file(page_size, POOL_TOTAL))
         return -EXO_EPAGESIZE;
-    long t = read_long(pool_file(page_size, POOL_TOTAL));
-    long f = read_long(pool_file(page_size, POOL_FREE));
+    long t = exo_os_read_long(pool_file(page_size, POOL_TOTAL));
+    long f = exo_os_read_long(pool_file(page_size, POOL_FREE));
     if (t < 0 || f < 0)
         return -EXO_ENOHUGE;
     if (total)
@@ -86,7 +70,7 @@ int exo_os_pool_available(uint64_t page_size, long *total, long *available)
     int rc = exo_os_pool_read(page_size, &t, &f);
     if (rc)
         return rc;
-    long r = read_long(pool_file(page_size, POOL_RESERVED));
+    long r = exo_os_read_long(pool_file(page_size, POOL_RESERVED));
     if (r < 0)
         return -EXO_ENOHUGE;
     if (total)

@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -158,18 +157,9 @@ int exo_os_map_shared(int fd, off_t off, uint64_t len, int access, void **addr)
 
 int exo_os_lowest_map_addr(uint64_t *addr)
 {
-    int fd = exo_os_open("/proc/sys/vm/mmap_min_addr", O_RDONLY, 0);
-    if (fd < 0)
-        return fd;
-    char text[32] = { 0 };
-    long n = exo_os_pread_some(fd, text, sizeof text - 1, 0);
-    exo_os_close(fd);
-    if (n <= 0 || text[0] < '0' || text[0] > '9')
-        return n < 0 ? (int)n : -EXO_EIO;
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (*end != '\n' && *end != '\0')
+    long v = exo_os_read_long("/proc/sys/vm/mmap_min_addr");
+    if (v < 0)
         return -EXO_EIO;
-    *addr = v;
+    *addr = (uint64_t)v;
     return 0;
 }

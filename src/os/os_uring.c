@@ -138,11 +138,6 @@ int exo_os_ring_pwrite_all(struct io_uring *ring, int fd, const void *buf, size_
 
 int exo_os_ring_disabled(void)
 {
-    int fd = exo_os_open("/proc/sys/kernel/io_uring_disabled", O_RDONLY, 0);
-    if (fd < 0)
-        return -1;
-    char c = 0;
-    long n = exo_os_pread_some(fd, &c, 1, 0);
-    exo_os_close(fd);
-    return n == 1 && c >= '0' && c <= '9' ? c - '0' : -1;
+    long v = exo_os_read_long("/proc/sys/kernel/io_uring_disabled");
+    return v >= 0 && v <= 9 ? (int)v : -1;
 }
