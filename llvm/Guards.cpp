@@ -145,15 +145,13 @@ struct Emitter {
                                  Type::getInt32Ty(C), PointerType::getUnqual(C));
     if (auto *SF = dyn_cast<Function>(Slow.getCallee()))
       SF->setCallingConv(CallingConv::PreserveMost);
-    FastBase = fastGlobal("exo_carat_fast_base");
-    FastSpan = fastGlobal("exo_carat_fast_span");
-    FastLimit = fastGlobal("exo_carat_fast_limit");
-    FastEnd = fastGlobal("exo_carat_fast_end");
+    FastBase = fastPathGlobal(M, "exo_carat_fast_base");
+    FastSpan = fastPathGlobal(M, "exo_carat_fast_span");
+    FastLimit = fastPathGlobal(M, "exo_carat_fast_limit");
+    FastEnd = fastPathGlobal(M, "exo_carat_fast_end");
     ReadReg = Intrinsic::getDeclaration(&M, Intrinsic::read_register, {I64});
     Unlikely = MDBuilder(C).createBranchWeights(1, 1 << 20);
   }
-
-  GlobalVariable *fastGlobal(StringRef Name) { return fastPathGlobal(M, Name); }
 
   // Off = A - base; if (!(Off <= limit)) exo_carat_guard_slow(A, Len, Access, site), with
   // limit = span - the runtime's minimum span, for a constant Len up to that minimum: one
