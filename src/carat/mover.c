@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static struct {
@@ -119,7 +120,30 @@ static int ensure_thread(void)
     return 0;
 }
 
+/* Zero the stack just below the caller's frame, where the request's own frame is about to
+ * lie. Its unset slots (padding, a sanitizer's frame layout) are scanned by the move's check
+ * for addresses derived from the block (they lie above the floor), and still hold what the
+ * program's earlier calls at that depth left: an address next to a block (the runtime's
+ * head-word arithmetic, base - 8, spilled in the sanitizer build) refused the move. */
+/* Not instrumented: AddressSanitizer would put the array on its fake stack, off the
+ * thread's own. */
+CARAT_NO_ASAN static __attribute__((noinline)) void scrub_stack(void)
+{
+    unsigned char area[4096];
+    memset(area, 0, sizeof area);
+    __asm__ volatile("" : : "r"(area) : "memory");   /* kept: nothing reads it */
+}
+
+static __attribute__((noinline)) int request_move(const void *addr, void **new_base,
+                                                  struct exo_carat_move_cost *cost);
+
 EXO_API int exo_carat_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost)
+{
+    scrub_stack();
+    return request_move(addr, new_base, cost);
+}
+
+static int request_move(const void *addr, void **new_base, struct exo_carat_move_cost *cost)
 {
     /* Zeroed now, not at the end: this frame is live while the move scans this thread's
      * stack, and old addresses left in an unset buffer here would look like addresses
