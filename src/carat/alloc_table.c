@@ -107,9 +107,11 @@ int exo_carat_alloc_table_use_heads(struct alloc_table *t)
     return 0;
 }
 
+/* Also read without the lock (exo_carat_alloc_table_pending_at): the arena only grows. */
 static bool in_arena(const struct alloc_table *t, uintptr_t p)
 {
-    return p - t->arena_lo < t->arena_next - t->arena_lo && !(p % sizeof(struct alloc));
+    uintptr_t next = __atomic_load_n(&t->arena_next, __ATOMIC_RELAXED);
+    return p - t->arena_lo < next - t->arena_lo && !(p % sizeof(struct alloc));
 }
 
 /* A zeroed node: from the arena once heads are on (or from the runtime's allocator). */
@@ -120,7 +122,7 @@ static struct alloc *node_alloc(struct alloc_table *t)
         n = t->spare[--t->nspare];
     else if (t->by_head && t->arena_next < t->arena_end) {
         n = (struct alloc *)t->arena_next;
-        t->arena_next += sizeof *n;
+        __atomic_store_n(&t->arena_next, t->arena_next + sizeof *n, __ATOMIC_RELAXED);
     }
     if (!n)
         return exo_carat_mem_alloc(sizeof *n);
@@ -149,15 +151,52 @@ static void node_free(struct alloc_table *t, struct alloc *n)
     t->spare[t->nspare++] = n;
 }
 
-static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
+/* The node base's head word names, pending or not, or NULL. */
+static struct alloc *named_by_head(const struct alloc_table *t, uintptr_t base)
 {
     const uintptr_t *h = head_of(t, base);
-    if (h && (*h & HEAD_TAG) && in_arena(t, *h & ~HEAD_TAG)) {
-        struct alloc *n = (struct alloc *)(*h & ~HEAD_TAG);
-        if (n->base == base)
+    uintptr_t w = h ? __atomic_load_n(h, __ATOMIC_RELAXED) : 0;
+    if ((w & HEAD_TAG) && in_arena(t, w & ~HEAD_TAG)) {
+        struct alloc *n = (struct alloc *)(w & ~HEAD_TAG);
+        if (__atomic_load_n(&n->base, __ATOMIC_RELAXED) == base)
             return n;
     }
+    return NULL;
+}
+
+/* The tracked node at base. A pending one (pending.c) is not in the table yet. */
+static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
+{
+    struct alloc *n = named_by_head(t, base);
+    if (n && n->index != INDEX_PENDING)
+        return n;
     return exo_carat_addr_map_get(&t->by_base, base);
+}
+
+uintptr_t *exo_carat_alloc_table_head(const struct alloc_table *t, uintptr_t base)
+{
+    return head_of(t, base);
+}
+
+uintptr_t exo_carat_alloc_table_head_word(const struct alloc *n)
+{
+    return (uintptr_t)n | HEAD_TAG;
+}
+
+struct alloc *exo_carat_alloc_table_pending_at(const struct alloc_table *t, uintptr_t base)
+{
+    struct alloc *n = named_by_head(t, base);
+    return n && n->index == INDEX_PENDING ? n : NULL;
+}
+
+struct alloc *exo_carat_alloc_table_node_new(struct alloc_table *t)
+{
+    struct alloc *n = t->by_head ? node_alloc(t) : NULL;
+    if (n && !in_arena(t, (uintptr_t)n)) {   /* the arena is used up: no head can name it */
+        exo_carat_mem_free(n, sizeof *n);
+        n = NULL;
+    }
+    return n;
 }
 
 /* Room for one more element in an array of n elements of elem bytes: doubled when full
@@ -197,7 +236,12 @@ static void by_base_add(struct alloc_table *t, struct alloc *n)
                            in_arena(t, (uintptr_t)n)
                        ? head_of(t, n->base)
                        : NULL;
-    if (h && !*h && heads_push(t, n) == 0) {
+    uintptr_t *named = head_of(t, n->base);   /* a pending node's, already */
+    if (named && *named == ((uintptr_t)n | HEAD_TAG)) {
+        if (h && heads_push(t, n) == 0)
+            return;
+        *named = 0;   /* in the hash after all (it went into the tree, or no memory) */
+    } else if (h && !*h && heads_push(t, n) == 0) {
         *h = (uintptr_t)n | HEAD_TAG;
         return;
     }
@@ -387,10 +431,21 @@ static void drop(struct alloc_table *t, struct alloc *n)
  * (alloc_table.h): atomic stores. */
 static void widen_filter(struct alloc_table *t, uintptr_t base, uintptr_t end)
 {
-    if (base < t->lo)
-        __atomic_store_n(&t->lo, base, __ATOMIC_RELAXED);
-    if (end > t->hi)
-        __atomic_store_n(&t->hi, end, __ATOMIC_RELAXED);
+    exo_carat_alloc_table_widen(t, base, end);
+}
+
+void exo_carat_alloc_table_widen(struct alloc_table *t, uintptr_t base, uintptr_t end)
+{
+    /* Threads widen it for their pending blocks without the lock (pending.c): a bound is
+     * only ever replaced by a wider one. */
+    uintptr_t lo = __atomic_load_n(&t->lo, __ATOMIC_RELAXED);
+    while (base < lo && !__atomic_compare_exchange_n(&t->lo, &lo, base, true, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+        ;
+    uintptr_t hi = __atomic_load_n(&t->hi, __ATOMIC_RELAXED);
+    while (end > hi && !__atomic_compare_exchange_n(&t->hi, &hi, end, true, __ATOMIC_RELAXED,
+                                                    __ATOMIC_RELAXED))
+        ;
 }
 
 /* A block of the page index overlapping [base, end), or NULL. */
@@ -424,6 +479,24 @@ static void drop_overlapping(struct alloc_table *t, uintptr_t base, uintptr_t en
     }
 }
 
+/* n, filled in, goes into the indexes (room in the hash reserved). */
+static void place(struct alloc_table *t, struct alloc *n)
+{
+    t->count++;
+    t->bytes += sizeof *n;
+    index_add(t, n);
+    by_base_add(t, n);   /* after index_add: which index it is in decides */
+    if (n->kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
+        t->worst = n;
+    /* The only one: the filter starts again from it. Not with heads on, where threads'
+     * pending blocks (pending.c) lie inside the filter but not in the table. */
+    if (t->count == 1 && !t->by_head) {
+        __atomic_store_n(&t->lo, n->base, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->hi, n->base + n->size, __ATOMIC_RELAXED);
+    }
+    widen_filter(t, n->base, n->base + n->size);
+}
+
 int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
                        const char *site)
 {
@@ -437,24 +510,32 @@ int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_
     n->size = size ? size : 1;   /* malloc(0) still hands out a unique address */
     n->kind = kind;
     n->site = site;
-    /* The block may have been asked for with this alignment (posix_memalign): a move keeps
-     * it. Judged once, at the first address, so that moves do not ratchet it up. */
-    n->align_shift = 4;
-    while (n->align_shift < 12 && !(base & ((uintptr_t)1 << n->align_shift)))
-        n->align_shift++;
+    n->align_shift = exo_carat_align_shift(base);
     n->pinned = 0;
-    t->count++;
-    t->bytes += sizeof *n;
-    index_add(t, n);
-    by_base_add(t, n);   /* after index_add: which index it is in decides */
-    if (kind == EXO_CARAT_HEAP && !t->worst && !t->worst_stale)
-        t->worst = n;
-    if (t->count == 1) {   /* the only one: the filter starts again from it */
-        __atomic_store_n(&t->lo, base, __ATOMIC_RELAXED);
-        __atomic_store_n(&t->hi, base + n->size, __ATOMIC_RELAXED);
-    }
-    widen_filter(t, base, base + n->size);
+    place(t, n);
     return 0;
+}
+
+int exo_carat_alloc_table_adopt(struct alloc_table *t, struct alloc *n)
+{
+    drop_overlapping(t, n->base, n->base + n->size);
+    if (exo_carat_addr_map_reserve(&t->by_base)) {
+        uintptr_t *h = head_of(t, n->base);
+        if (h && *h == ((uintptr_t)n | HEAD_TAG))
+            *h = 0;
+        exo_carat_alloc_table_node_recycle(t, n, false);
+        return -EXO_ENOMEM;
+    }
+    place(t, n);
+    return 0;
+}
+
+void exo_carat_alloc_table_node_recycle(struct alloc_table *t, struct alloc *n, bool counted)
+{
+    if (counted)
+        t->escape_hist[exo_carat_escape_bucket(n->escapes.count)]++;
+    exo_carat_escape_set_free(t, &n->escapes);
+    node_free(t, n);
 }
 
 int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,

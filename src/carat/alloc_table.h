@@ -60,7 +60,9 @@ struct alloc {
     uint8_t index;           /* where a lookup by interior address finds it: INDEX_* */
 };
 _Static_assert(sizeof(struct alloc) == 64, "struct alloc is a cache line");
-enum { INDEX_PAGES, INDEX_TREE, INDEX_ODD };
+/* INDEX_PENDING: in no index yet, only named in its head word and listed in the thread
+ * that allocated it (pending.c); its `left` is that thread's record. */
+enum { INDEX_PAGES, INDEX_TREE, INDEX_ODD, INDEX_PENDING };
 
 /* The allocation last found in each of a few pages (by a hash of the page): pointers into
  * a big block (a string being matched, an interpreter's stack) find it without the tree,
@@ -140,6 +142,38 @@ unsigned exo_carat_escape_bucket(uint64_t n);
 /* Name small heap blocks in the shadow words of their chunk headers from now on (the shadow
  * is reserved): reserves the nodes' arena. 0, or a -EXO_ code (nothing changed). */
 int exo_carat_alloc_table_use_heads(struct alloc_table *t);
+
+/* ---- nodes not yet in the table (pending.c): allocated, named in their head words, and
+ * indexed later in a batch. The first three need no lock; the rest need it. ---- */
+
+/* The address of the head word that names a node for a heap block at base, or NULL if
+ * such a block has none (heads off, or base not on a 16-byte boundary). */
+uintptr_t *exo_carat_alloc_table_head(const struct alloc_table *t, uintptr_t base);
+/* The node a head word names, if it is a pending one with that base; else NULL. Without
+ * the lock: a node's memory stays a node's, and only the drain under the lock recycles a
+ * pending one. */
+struct alloc *exo_carat_alloc_table_pending_at(const struct alloc_table *t, uintptr_t base);
+/* The word a head holds for node n. */
+uintptr_t exo_carat_alloc_table_head_word(const struct alloc *n);
+/* A zeroed node for a pending block (lock held), or NULL. */
+struct alloc *exo_carat_alloc_table_node_new(struct alloc_table *t);
+/* [lo, hi) now covers [base, end) too; without the lock (a bound only ever widens). */
+void exo_carat_alloc_table_widen(struct alloc_table *t, uintptr_t base, uintptr_t end);
+/* Give back a node no index holds (a pending one that was freed, or spare), with its
+ * escape set; counted in the histogram by its escapes if counted is set (lock held). */
+void exo_carat_alloc_table_node_recycle(struct alloc_table *t, struct alloc *n, bool counted);
+/* Index the pending node n, as exo_carat_alloc_table_insert would have (lock held). Its
+ * head word must still name it. -EXO_ENOMEM: n was recycled, and the block is not tracked. */
+int exo_carat_alloc_table_adopt(struct alloc_table *t, struct alloc *n);
+
+/* The alignment a move keeps for a block first seen at base (struct alloc's align_shift):
+ * judged once, at the first address, so that moves do not ratchet it up. */
+static inline uint8_t exo_carat_align_shift(uintptr_t base)
+{
+    uintptr_t high = base & ~(uintptr_t)15;   /* its lowest set bit from the fifth up */
+    unsigned tz = high ? (unsigned)__builtin_ctzll(high) : 12;
+    return (uint8_t)(tz > 12 ? 12 : tz);
+}
 
 /* Add [base, base+size). Allocations it overlaps are dropped: the allocator handed this
  * memory out again, so they were freed where we could not see it (an uninstrumented

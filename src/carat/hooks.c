@@ -27,7 +27,12 @@ static void thread_gone(void *p)
     struct carat_thread *t = p;
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_pending_drain(t);
     exo_carat_flush_thread(t, true);   /* its stores are done */
+    exo_carat_pending_thread_gone(t);
+    exo_carat.table.escape_hist[0] += t->frees;   /* freed while pending: no escape */
+    atomic_fetch_add_explicit(&exo_carat.count.allocs, t->allocs, memory_order_relaxed);
+    atomic_fetch_add_explicit(&exo_carat.count.frees, t->frees, memory_order_relaxed);
     atomic_fetch_add_explicit(&exo_carat.count.stack_objects,
                               exo_carat_tls.stack_released + exo_carat_tls.stack_depth,
                               memory_order_relaxed);
@@ -60,6 +65,11 @@ void exo_carat_init(void)
 /* The calling thread's record (its escape log), registered on first use (lock not held).
  * NULL if out of memory: its escapes are then applied one by one. */
 static struct carat_thread *my_thread(void)
+{
+    return exo_carat_thread_self();
+}
+
+struct carat_thread *exo_carat_thread_self(void)
 {
     struct carat_thread *t = exo_carat_tls.thread;
     if (__builtin_expect(t != NULL, 1))
@@ -105,6 +115,8 @@ static struct alloc *target_of(uintptr_t value)
 void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
 {
     struct alloc *a = target_of(value);
+    if (!a && exo_carat.table.by_head)   /* a block some thread allocated since its drain */
+        a = exo_carat_pending_holding(value);
     if (!a)
         return;
     bool in_alloc = exo_carat_alloc_table_holds(&exo_carat.table, slot);
@@ -180,6 +192,7 @@ void exo_carat_flush_thread(struct carat_thread *t, bool settled)
     uint32_t n = t->n;
     if (!n)
         return;
+    exo_carat_pending_drain(t);   /* the escapes' targets first */
     /* Newest first, and only the newest escape of each slot: the slot holds that value (or
      * is about to: a thread stopped between a hook and its store overwrites the slot with
      * it), so its earlier values in the log would only add entries that never match again.
@@ -217,8 +230,10 @@ void exo_carat_flush_thread(struct carat_thread *t, bool settled)
 
 void exo_carat_flush_own(void)
 {
-    if (exo_carat_tls.thread)
+    if (exo_carat_tls.thread) {
+        exo_carat_pending_drain(exo_carat_tls.thread);
         exo_carat_flush_thread(exo_carat_tls.thread, true);
+    }
 }
 
 void exo_carat_claim_inflight(void)
@@ -243,6 +258,7 @@ void exo_carat_claim_inflight(void)
 
 void exo_carat_flush_all(void)
 {
+    exo_carat_pending_drain_all();
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
         exo_carat_flush_thread(t, false);
 }
@@ -376,7 +392,15 @@ static void track(void *p, uint64_t size, int kind, const char *site)
         return;
     carat_ensure_init();
     carat_enter();
+    if (kind == EXO_CARAT_HEAP && exo_carat_pending_track((uintptr_t)p, size, site)) {
+        carat_leave();
+        return;
+    }
     pthread_mutex_lock(&exo_carat.lock);
+    /* This thread's pending blocks are older: indexed first, so that the insert drops
+     * any of them it overlaps (freed where the runtime did not see it), not they it. */
+    if (exo_carat_tls.thread)
+        exo_carat_pending_drain(exo_carat_tls.thread);
     exo_carat_alloc_table_insert(&exo_carat.table, (uintptr_t)p, size, kind, site);
     pthread_mutex_unlock(&exo_carat.lock);
     atomic_fetch_add_explicit(&exo_carat.count.allocs, 1, memory_order_relaxed);
@@ -391,12 +415,20 @@ static void untrack(void *p, bool gone)
     if (!p)
         return;
     carat_enter();
+    uint64_t pending = exo_carat_pending_untrack((uintptr_t)p);
+    if (pending) {   /* this thread's, not in the table yet: forgotten without the lock */
+        exo_carat_shadow_clear((uintptr_t)p, pending);
+        carat_leave();
+        return;
+    }
     pthread_mutex_lock(&exo_carat.lock);
     /* This thread's stores into the block, noted while it is still tracked: their slots
      * then die with it (struct escape_slot's in_alloc). */
     if (exo_carat_tls.thread)
         exo_carat_flush_thread(exo_carat_tls.thread, !gone);
     uintptr_t size = exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
+    if (!size)   /* another thread's pending block */
+        size = exo_carat_pending_forget((uintptr_t)p);
     pthread_mutex_unlock(&exo_carat.lock);
     /* Its slots hold no pointer of the program's any more. For a block realloc freed
      * already (gone), after realloc's copy (the caller copied its shadow first): another
@@ -415,6 +447,23 @@ EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
         track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
 }
 
+/* The heap block at p now has size bytes, where it was (realloc in place). */
+static void resize_in_place(uintptr_t p, uint64_t size, const char *site)
+{
+    struct alloc *n = exo_carat_pending_at(p);
+    bool own = n && (struct carat_thread *)(void *)n->left == exo_carat_tls.thread;
+    if (!own)
+        pthread_mutex_lock(&exo_carat.lock);
+    if (!own && !(n = exo_carat_pending_at(p)))
+        exo_carat_alloc_table_resize(&exo_carat.table, p, size, EXO_CARAT_HEAP, site);
+    if (n) {   /* pending: its drain indexes it with its new size */
+        n->size = size ? size : 1;
+        exo_carat_alloc_table_widen(&exo_carat.table, p, p + n->size);
+    }
+    if (!own)
+        pthread_mutex_unlock(&exo_carat.lock);
+}
+
 EXO_API void exo_carat_hook_realloc_begin(void)
 {
     carat_ensure_init();
@@ -429,17 +478,16 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
          * of p is uninitialized, old data and glibc's free-list links, and no pointer of the
          * program's. */
         if (old == p) {   /* in place: the pointers to it stay good, and so do its escapes */
-            pthread_mutex_lock(&exo_carat.lock);
-            exo_carat_alloc_table_resize(&exo_carat.table, (uintptr_t)p, size, EXO_CARAT_HEAP,
-                                         site);
-            pthread_mutex_unlock(&exo_carat.lock);
+            resize_in_place((uintptr_t)p, size, site);
         } else {
             uint64_t old_size = 0;   /* 0: old was not tracked (or NULL) */
             if (old) {
                 pthread_mutex_lock(&exo_carat.lock);
                 const struct alloc *was = exo_carat_alloc_table_find(&exo_carat.table,
                                                                      (uintptr_t)old);
-                if (was && was->base == (uintptr_t)old)
+                if (!was || was->base != (uintptr_t)old)
+                    was = exo_carat_pending_at((uintptr_t)old);
+                if (was)
                     old_size = was->size < size ? was->size : size;
                 pthread_mutex_unlock(&exo_carat.lock);
                 /* The shadow: old's known pointers are p's now (before untrack clears
@@ -508,17 +556,6 @@ EXO_API void exo_carat_hook_stack_release(void *frame_end, uint64_t n)
     else
         atomic_fetch_add_explicit(&exo_carat.count.stack_objects, was - d, memory_order_relaxed);
     t->stack_depth = d;
-}
-
-/* The calling thread's live stack object holding addr, or NULL. */
-static const struct carat_stack_obj *own_stack_obj(uintptr_t addr)
-{
-    struct carat_tls *t = &exo_carat_tls;
-    uint32_t n = t->stack_depth < CARAT_STACK_OBJS ? t->stack_depth : CARAT_STACK_OBJS;
-    for (uint32_t i = n; i-- > 0;)
-        if (addr - t->stack_objs[i].base < t->stack_objs[i].size)
-            return &t->stack_objs[i];
-    return NULL;
 }
 
 /* Append to t's log, in the order exo_carat_claim_inflight expects of an append a move may
@@ -633,6 +670,7 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
         bool unknown = (uintptr_t)src - tls->stack_lo < tls->stack_end - tls->stack_lo;
         if (!unknown) {
             pthread_mutex_lock(&exo_carat.lock);
+            exo_carat_flush_own();   /* its pending blocks are tracked memory too */
             unknown = !exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)src);
             pthread_mutex_unlock(&exo_carat.lock);
         }
@@ -678,7 +716,10 @@ EXO_API void exo_carat_hook_pin(const void *p)
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
+    exo_carat_flush_own();
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)p);
+    if (!a && exo_carat.table.by_head)
+        a = exo_carat_pending_holding((uintptr_t)p);   /* another thread's, not drained */
     if (a && a->kind == EXO_CARAT_HEAP && !a->pinned) {
         a->pinned = 1;
         exo_carat_alloc_table_unconsider(&exo_carat.table, a);
@@ -686,102 +727,4 @@ EXO_API void exo_carat_hook_pin(const void *p)
     }
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
-}
-
-/* ---- queries ---- */
-
-EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
-{
-    carat_ensure_init();
-    if (exo_carat_shadow_on && !exo_carat_tls.thread)
-        my_thread();   /* its stack's bounds: stores there are not counted (as in the sets) */
-    carat_enter();
-    pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_flush_own();
-    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)addr);
-    if (a && info) {
-        info->base = a->base;
-        info->size = a->size;
-        info->kind = a->kind;
-        info->escapes = a->escapes.count +
-                        exo_carat_shadow_count(a->base, a->size, exo_carat_tls.stack_lo,
-                                               exo_carat_tls.stack_end);
-        info->site = a->site;
-    }
-    pthread_mutex_unlock(&exo_carat.lock);
-    carat_leave();
-    const struct carat_stack_obj *so = a ? NULL : own_stack_obj((uintptr_t)addr);
-    if (so && info) {
-        info->base = so->base;
-        info->size = so->size;
-        info->kind = EXO_CARAT_STACK;
-        info->escapes = 0;   /* not kept for stack objects: they never move */
-        info->site = so->site;
-    }
-    if (!a && !so)
-        return exo_fail(EXO_ENOENT, "%p is in no tracked allocation", addr);
-    return 0;
-}
-
-static bool add_escapes(struct alloc *a, void *arg)
-{
-    struct exo_carat_stats *st = arg;
-    st->escapes_live += a->escapes.count;
-    st->escape_hist[exo_carat_escape_bucket(a->escapes.count)]++;
-    return false;
-}
-
-EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
-{
-    memset(st, 0, sizeof *st);
-    carat_enter();
-    pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_flush_own();
-    st->allocations = exo_carat.table.count;
-    st->table_bytes = exo_carat_alloc_table_bytes(&exo_carat.table);
-    exo_carat_alloc_table_each(&exo_carat.table, add_escapes, st);
-    st->table_peak_bytes = exo_carat.table.peak_bytes;
-    for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS; b++)
-        st->escape_hist[b] += exo_carat.table.escape_hist[b];
-    /* Escapes are counted as their logs are applied; add the ones other threads have
-     * logged since (read while they run: a count, not a snapshot). */
-    for (struct carat_thread *t = exo_carat.threads; t; t = t->next) {
-        st->escapes_total += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
-        st->stack_objects_total += __atomic_load_n(&t->tls->stack_released, __ATOMIC_RELAXED) +
-                                   __atomic_load_n(&t->tls->stack_depth, __ATOMIC_RELAXED);
-    }
-    pthread_mutex_unlock(&exo_carat.lock);
-    carat_leave();
-    st->allocs_total = atomic_load(&exo_carat.count.allocs);
-    st->frees_total = atomic_load(&exo_carat.count.frees);
-    st->escapes_total += atomic_load(&exo_carat.count.escapes);
-    st->guard_slow = atomic_load(&exo_carat.count.guard_slow);
-    st->moves = atomic_load(&exo_carat.count.moves);
-    st->moves_refused = atomic_load(&exo_carat.count.moves_refused);
-    st->stack_objects_total += atomic_load(&exo_carat.count.stack_objects);
-    st->move_ns = atomic_load(&exo_carat.count.move_ns);
-    st->stale_writes = atomic_load(&exo_carat.count.stale_writes);
-    st->pinned = atomic_load(&exo_carat.count.pinned);
-}
-
-uintptr_t exo_carat_worst_heap(void)
-{
-    exo_carat_flush_own();
-    if (exo_carat_shadow_on) {
-        uintptr_t w = exo_carat_shadow_pick();
-        if (w)
-            return w;
-    }
-    struct alloc *best = exo_carat_alloc_table_worst(&exo_carat.table);
-    return best ? best->base : 0;
-}
-
-EXO_API void *exo_carat_worst_allocation(void)
-{
-    carat_enter();
-    pthread_mutex_lock(&exo_carat.lock);
-    uintptr_t b = exo_carat_worst_heap();
-    pthread_mutex_unlock(&exo_carat.lock);
-    carat_leave();
-    return (void *)b;
 }

@@ -634,7 +634,17 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
     memset(&c, 0, sizeof c);
     uintptr_t base, size, align;
     pthread_mutex_lock(&exo_carat.lock);
+    if (exo_carat_tls.thread)   /* the requester's own blocks are tracked at once */
+        exo_carat_pending_drain(exo_carat_tls.thread);
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
+    if (!a && exo_carat_pending_any()) {
+        /* Perhaps a block another thread allocated since its last drain: only a stopped
+         * world lets the runtime index their lists. */
+        pthread_mutex_unlock(&exo_carat.lock);
+        exo_carat_pending_drain_everyone();
+        pthread_mutex_lock(&exo_carat.lock);
+        a = exo_carat_alloc_table_find(&exo_carat.table, addr);
+    }
     bool heap = a && a->kind == EXO_CARAT_HEAP;
     base = a ? a->base : 0;
     size = a ? a->size : 0;
@@ -697,6 +707,10 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
     }
     uint64_t t1 = exo_os_now_ns();
     pthread_mutex_lock(&exo_carat.lock);
+    /* Every thread's pending blocks into the table before it is read: one of them may
+     * overlap the block (that freed where the runtime did not see it), and the patching
+     * below looks blocks up by address. */
+    exo_carat_pending_drain_all();
     a = exo_carat_alloc_table_find(&exo_carat.table, base);
     /* Still the block sized above: nothing frees it while the world is stopped, and a
      * block the program freed and malloc gave out again in its place may differ in usable

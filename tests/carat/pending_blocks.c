@@ -1,0 +1,136 @@
+/* Pending allocations (EXOMEM_CARAT_PARTS=track,shadow): a thread's small heap blocks are
+ * tracked without the runtime's lock and put into the table in batches
+ * (src/carat/pending.c). Checked:
+ * - over more allocations than a thread's window (the oldest quarter is indexed each time
+ *   it fills): every live block is found with its usable size, and the counts of
+ *   allocations and frees are exact;
+ * - another thread's blocks it has not handed to the table yet (it waits, alive): a query
+ *   finds them; this thread frees one (gone), shrinks one in place (its new size), and
+ *   moves one (the move indexes every thread's list first): the pointer to it in another
+ *   of its blocks, and the global array's, lead to the copy.
+ * Built with -I src. */
+#include "carat_check.h"
+
+#include <exomem/carat.h>
+#include <exomem/error.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#define WORKER_BLOCKS 64
+#define MANY 100000   /* more than a thread's window (CARAT_PENDING_CAP) */
+
+static char *worker_blocks[WORKER_BLOCKS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int stage;   /* 1: the worker's blocks are ready; 2: it may end */
+
+static void wait_for(int s)
+{
+    pthread_mutex_lock(&lock);
+    while (stage < s)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+}
+
+static void reach(int s)
+{
+    pthread_mutex_lock(&lock);
+    stage = s;
+    pthread_cond_broadcast(&cond);
+    pthread_mutex_unlock(&lock);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < WORKER_BLOCKS; i++) {
+        worker_blocks[i] = malloc(200);
+        CHECK(worker_blocks[i] != NULL);
+        memset(worker_blocks[i], i, 200);
+    }
+    *(char **)worker_blocks[1] = worker_blocks[0];   /* an escape, kept in the shadow */
+    reach(1);
+    wait_for(2);   /* alive until the checks are done: its list is not drained at exit */
+    return NULL;
+}
+
+static void found(const void *p, size_t usable)
+{
+    struct exo_carat_alloc_info info;
+    int rc = exo_carat_alloc_find(p, &info);
+    if (rc)
+        fprintf(stderr, "pending_blocks: %p: %s\n", p, exomem_last_error());
+    CHECK(rc == 0);
+    CHECK(info.base == (uintptr_t)p && info.size == usable && info.kind == EXO_CARAT_HEAP);
+}
+
+static void one_thread_window(void)
+{
+    static char *kept[MANY / 7 + 1];
+    struct exo_carat_stats before, after;
+    exo_carat_get_stats(&before);
+    int nkept = 0;
+    for (int i = 0; i < MANY; i++) {
+        char *p = malloc(16 + (size_t)(i % 5) * 24);
+        CHECK(p != NULL);
+        p[0] = (char)i;
+        if (i % 7 == 0)
+            kept[nkept++] = p;
+        else
+            free(p);
+    }
+    exo_carat_get_stats(&after);
+    CHECK(after.allocs_total - before.allocs_total == MANY);
+    CHECK(after.frees_total - before.frees_total == (uint64_t)(MANY - nkept));
+    for (int i = 0; i < nkept; i++)
+        found(kept[i], malloc_usable_size(kept[i]));
+    for (int i = 0; i < nkept; i++)
+        free(kept[i]);
+    exo_carat_get_stats(&after);
+    CHECK(after.frees_total - before.frees_total == MANY);
+}
+
+static void another_threads_blocks(void)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, worker, NULL) == 0);
+    wait_for(1);
+
+    found(worker_blocks[2], malloc_usable_size(worker_blocks[2]));
+
+    char *gone = worker_blocks[3];
+    free(gone);
+    CHECK(exo_carat_alloc_find(gone, NULL) != 0);   /* freed by this thread: not tracked */
+
+    char *shrunk = realloc(worker_blocks[4], 24);
+    CHECK(shrunk != NULL);
+    worker_blocks[4] = shrunk;
+    found(shrunk, malloc_usable_size(shrunk));
+
+    char *old = worker_blocks[0];
+    void *to;
+    int rc = exo_carat_move(old, &to, NULL);
+    if (rc)
+        fprintf(stderr, "pending_blocks: move: %s\n", exomem_last_error());
+    CHECK(rc == 0);
+    CHECK(worker_blocks[0] == to);
+    CHECK(*(char **)worker_blocks[1] == to);
+    CHECK(((char *)to)[5] == 0);
+    found(to, malloc_usable_size(to));
+
+    reach(2);
+    CHECK(pthread_join(t, NULL) == 0);
+    for (int i = 0; i < WORKER_BLOCKS; i++)
+        if (i != 3)
+            free(worker_blocks[i]);
+}
+
+int main(void)
+{
+    one_thread_window();
+    another_threads_blocks();
+    printf("pending_blocks: ok\n");
+    return 0;
+}
