@@ -182,6 +182,9 @@ struct alloc *exo_carat_pending_at(uintptr_t p);
 /* A pending node of any thread holding addr, or one ending at it (lock held; a search of
  * every thread's list: for the rare unaligned escapes only). */
 struct alloc *exo_carat_pending_holding(uintptr_t addr);
+/* Does addr lie in one of the calling thread's pending blocks? Its newest are searched;
+ * if none holds it, its ring is drained and the table asked (lock held). */
+bool exo_carat_pending_own_holds(uintptr_t addr);
 /* Index t's pending blocks (lock held; by t itself, or with the world stopped). */
 void exo_carat_pending_drain(struct carat_thread *t);
 /* Every thread's (lock held, world stopped). */

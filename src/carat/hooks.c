@@ -670,8 +670,9 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
         bool unknown = (uintptr_t)src - tls->stack_lo < tls->stack_end - tls->stack_lo;
         if (!unknown) {
             pthread_mutex_lock(&exo_carat.lock);
-            exo_carat_flush_own();   /* its pending blocks are tracked memory too */
-            unknown = !exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)src);
+            /* its pending blocks are tracked memory too */
+            unknown = !exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)src) &&
+                      !exo_carat_pending_own_holds((uintptr_t)src);
             pthread_mutex_unlock(&exo_carat.lock);
         }
         exo_carat_shadow_copy_hook((uintptr_t)dst, (uintptr_t)src, len, unknown);
