@@ -185,6 +185,9 @@ struct alloc *exo_carat_pending_holding(uintptr_t addr);
 /* Does addr lie in one of the calling thread's pending blocks? Its newest are searched;
  * if none holds it, its ring is drained and the table asked (lock held). */
 bool exo_carat_pending_own_holds(uintptr_t addr);
+/* The allocation holding addr, for a query (lock held): the caller's own log and pending
+ * blocks applied first; another thread's pending block found by a search (queries.c). */
+struct alloc *exo_carat_lookup(uintptr_t addr);
 /* Index t's pending blocks (lock held; by t itself, or with the world stopped). */
 void exo_carat_pending_drain(struct carat_thread *t);
 /* Every thread's (lock held, world stopped). */

@@ -717,10 +717,7 @@ EXO_API void exo_carat_hook_pin(const void *p)
     carat_ensure_init();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_flush_own();
-    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)p);
-    if (!a && exo_carat.table.by_head)
-        a = exo_carat_pending_holding((uintptr_t)p);   /* another thread's, not drained */
+    struct alloc *a = exo_carat_lookup((uintptr_t)p);
     if (a && a->kind == EXO_CARAT_HEAP && !a->pinned) {
         a->pinned = 1;
         exo_carat_alloc_table_unconsider(&exo_carat.table, a);

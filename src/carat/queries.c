@@ -19,6 +19,15 @@ static const struct carat_stack_obj *own_stack_obj(uintptr_t addr)
     return NULL;
 }
 
+struct alloc *exo_carat_lookup(uintptr_t addr)
+{
+    exo_carat_flush_own();
+    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
+    if (!a && exo_carat.table.by_head)
+        a = exo_carat_pending_holding(addr);   /* another thread's, not drained */
+    return a;
+}
+
 EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info)
 {
     carat_ensure_init();
@@ -27,10 +36,7 @@ EXO_API int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *
         exo_carat_thread_self();
     carat_enter();
     pthread_mutex_lock(&exo_carat.lock);
-    exo_carat_flush_own();
-    struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, (uintptr_t)addr);
-    if (!a && exo_carat.table.by_head)
-        a = exo_carat_pending_holding((uintptr_t)addr);   /* another thread's, not drained */
+    struct alloc *a = exo_carat_lookup((uintptr_t)addr);
     if (a && info) {
         info->base = a->base;
         info->size = a->size;
