@@ -66,8 +66,9 @@ struct exo_carat_alloc_info {
 };
 enum { EXO_CARAT_HEAP = 1, EXO_CARAT_GLOBAL = 2, EXO_CARAT_STACK = 3 };
 
-/* Fill *info for the tracked allocation containing addr. Pending escape records are
- * processed first, so `escapes` is current. Stack objects are kept per thread: only the
+/* Fill *info for the tracked allocation containing addr. Pending escape records and the
+ * calling thread's pending blocks are processed first, so `escapes` is current; another
+ * thread's pending block is found by a search of its ring. Stack objects are kept per thread: only the
  * calling thread's are found, with escapes 0 (not counted: they never move). Errors: -EXO_ENOENT (no tracked allocation
  * holds addr). Thread-safe; takes the runtime's lock. */
 int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info);
@@ -77,7 +78,9 @@ int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info);
 
 /* Counters of the runtime since start. */
 struct exo_carat_stats {
-    uint64_t allocations;      /* live tracked allocations */
+    /* Live tracked allocations. With the escapes in the shadow, another thread's newest
+     * small blocks count once its ring of pending ones is drained (docs/carat-shadow.md). */
+    uint64_t allocations;
     uint64_t allocs_total;     /* allocation events seen (heap and globals) */
     uint64_t stack_objects_total; /* stack objects whose address escaped, registered */
     uint64_t frees_total;      /* free events seen */
