@@ -31,11 +31,24 @@ struct escape_entry {
 
 struct carat_tls;
 
-/* A thread's pending allocations (pending.c): a window of this many (a power of two), of
- * which the oldest quarter is indexed when it is full. Of Lua's workload's blocks, 79% are
+/* The length of a thread's ring of pending allocations (a power of two), of which the
+ * oldest quarter is indexed when it is full. Of Lua's workload's blocks, 79% are
  * freed within 16,384 allocations of their own, 90% within 65,536. */
 #define CARAT_PENDING_CAP 65536
 #define CARAT_NODE_CACHE 256
+
+/* A thread's pending allocations (pending.c): most of them are freed again before the ring
+ * fills, without the lock. Appended by the thread only; drained under the lock by the
+ * thread, or by a move with the world stopped. Its own mapping of about 1 MiB, made at the
+ * thread's first such block: a thread of a program without the shadow has none. */
+struct carat_pending {
+    struct alloc *ring[CARAT_PENDING_CAP];   /* [first, end), counted from 0 */
+    uint32_t first, end;
+    /* Nodes ready for its next allocations. Never full: the thread holds at most its
+     * pending blocks' nodes and one refill (CARAT_NODE_CACHE / 2) taken when it had none. */
+    uint32_t nspare;
+    struct alloc *spare[CARAT_PENDING_CAP + CARAT_NODE_CACHE];
+};
 
 struct carat_thread {
     struct escape_entry log[CARAT_LOG_CAP];
@@ -48,16 +61,9 @@ struct carat_thread {
     struct escape_entry *partial;
     const struct carat_tls *tls;   /* the thread's: read by exo_carat_get_stats */
     struct carat_thread *next, *prev;
-    /* Heap blocks it allocated and the table has not indexed yet (pending.c): most of
-     * them are freed again before the list fills, without the lock. Appended by the
-     * thread only; drained under the lock by the thread, or by a move with the world
-     * stopped. */
-    struct alloc *pending[CARAT_PENDING_CAP];   /* a ring: [first, end), counted from 0 */
-    uint32_t pending_first, pending_end;
-    /* Nodes ready for its next allocations. Never full: the thread holds at most its
-     * pending blocks' nodes and one refill (CARAT_NODE_CACHE / 2) taken when it had none. */
-    uint32_t nspare;
-    struct alloc *spare[CARAT_PENDING_CAP + CARAT_NODE_CACHE];
+    /* Heap blocks it allocated and the table has not indexed yet (pending.c); NULL until
+     * its first one (never, without the shadow). */
+    struct carat_pending *pend;
     uint64_t allocs, frees;                /* those it counted without the lock */
 };
 _Static_assert(sizeof(struct escape_entry) == EXO_CARAT_ABI_ENTRY_BYTES &&

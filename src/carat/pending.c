@@ -17,6 +17,7 @@
  * allocated since their last drain is not in the table: a query sees it after their next
  * drain, and a move, which stops the world, drains every list first. */
 #include "carat/carat_internal.h"
+#include "carat/carat_mem.h"
 #include "carat/page_index.h"
 
 static struct carat_thread *owner_of(const struct alloc *n)
@@ -24,21 +25,32 @@ static struct carat_thread *owner_of(const struct alloc *n)
     return (struct carat_thread *)(void *)n->left;
 }
 
-static void drain_upto(struct carat_thread *t, uint32_t upto);
+static void drain_upto(struct carat_pending *q, uint32_t upto);
 
-/* Spare nodes for t, taken from the table's (lock not held). false: none to be had (the
+/* Spare nodes for q, taken from the table's (lock not held). false: none to be had (the
  * nodes' arena is used up). */
-static bool refill(struct carat_thread *t)
+static bool refill(struct carat_pending *q)
 {
     pthread_mutex_lock(&exo_carat.lock);
-    while (t->nspare < CARAT_NODE_CACHE / 2) {
+    while (q->nspare < CARAT_NODE_CACHE / 2) {
         struct alloc *n = exo_carat_alloc_table_node_new(&exo_carat.table);
         if (!n)
             break;
-        t->spare[t->nspare++] = n;
+        q->spare[q->nspare++] = n;
     }
     pthread_mutex_unlock(&exo_carat.lock);
-    return t->nspare != 0;
+    return q->nspare != 0;
+}
+
+/* t's ring, made at its first pending block (lock not held); NULL if out of memory. */
+static struct carat_pending *make_ring(struct carat_thread *t)
+{
+    pthread_mutex_lock(&exo_carat.lock);   /* carat_mem is the table's */
+    struct carat_pending *q = exo_carat_mem_alloc(sizeof *q);
+    pthread_mutex_unlock(&exo_carat.lock);
+    /* Read by other threads under the lock (exo_carat_pending_holding): published whole. */
+    __atomic_store_n(&t->pend, q, __ATOMIC_RELEASE);
+    return q;
 }
 
 bool exo_carat_pending_track(uintptr_t p, uint64_t size, const char *site)
@@ -52,27 +64,28 @@ bool exo_carat_pending_track(uintptr_t p, uint64_t size, const char *site)
     if (!h || __atomic_load_n(h, __ATOMIC_RELAXED))
         return false;
     struct carat_thread *t = exo_carat_thread_self();
-    if (!t)
+    struct carat_pending *q = t ? t->pend : NULL;
+    if (!q && (!t || !(q = make_ring(t))))
         return false;
-    if (t->pending_end - t->pending_first == CARAT_PENDING_CAP) {
+    if (q->end - q->first == CARAT_PENDING_CAP) {
         /* The oldest quarter only: the rest keep their chance to be freed first. */
         pthread_mutex_lock(&exo_carat.lock);
-        drain_upto(t, t->pending_first + CARAT_PENDING_CAP / 4);
+        drain_upto(q, q->first + CARAT_PENDING_CAP / 4);
         pthread_mutex_unlock(&exo_carat.lock);
     }
-    if (!t->nspare && !refill(t))
+    if (!q->nspare && !refill(q))
         return false;
-    struct alloc *n = t->spare[--t->nspare];
+    struct alloc *n = q->spare[--q->nspare];
     *n = (struct alloc){ .size = size ? size : 1, .site = site, .left = (struct alloc *)(void *)t,
-                         .prio = t->pending_end % CARAT_PENDING_CAP,
+                         .prio = q->end % CARAT_PENDING_CAP,
                          .align_shift = exo_carat_align_shift(p),
                          .kind = EXO_CARAT_HEAP, .index = INDEX_PENDING };
     __atomic_store_n(&n->base, p, __ATOMIC_RELAXED);
     /* Named after it is filled in: another thread that frees the block (under the lock)
      * reads the node through this word. */
     __atomic_store_n(h, exo_carat_alloc_table_head_word(n), __ATOMIC_RELEASE);
-    t->pending[n->prio] = n;
-    __atomic_store_n(&t->pending_end, t->pending_end + 1, __ATOMIC_RELEASE);
+    q->ring[n->prio] = n;
+    __atomic_store_n(&q->end, q->end + 1, __ATOMIC_RELEASE);
     exo_carat_alloc_table_widen(tab, p, p + n->size);
     __atomic_store_n(&t->allocs, t->allocs + 1, __ATOMIC_RELAXED);
     return true;
@@ -100,11 +113,12 @@ uint64_t exo_carat_pending_untrack(uintptr_t p)
         return 0;
     __atomic_store_n(&t->frees, t->frees + 1, __ATOMIC_RELAXED);
     uint64_t size = forget(n, p);
+    struct carat_pending *q = t->pend;   /* there: n is on it */
     /* Straight back to the spare nodes, and off the list (its index there is in prio),
      * so that the drain reads no node but the live ones. The node is reused while its
      * line is still in the cache. */
-    __atomic_store_n(&t->pending[n->prio], NULL, __ATOMIC_RELAXED);
-    t->spare[t->nspare++] = n;
+    __atomic_store_n(&q->ring[n->prio], NULL, __ATOMIC_RELAXED);
+    q->spare[q->nspare++] = n;
     return size;
 }
 
@@ -122,9 +136,12 @@ struct alloc *exo_carat_pending_at(uintptr_t p)
 struct alloc *exo_carat_pending_holding(uintptr_t addr)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next) {
-        uint32_t end = __atomic_load_n(&t->pending_end, __ATOMIC_ACQUIRE);
-        for (uint32_t i = end; i-- != t->pending_first;) {
-            struct alloc *a = __atomic_load_n(&t->pending[i % CARAT_PENDING_CAP],
+        const struct carat_pending *q = __atomic_load_n(&t->pend, __ATOMIC_ACQUIRE);
+        if (!q)
+            continue;
+        uint32_t end = __atomic_load_n(&q->end, __ATOMIC_ACQUIRE);
+        for (uint32_t i = end; i-- != q->first;) {
+            struct alloc *a = __atomic_load_n(&q->ring[i % CARAT_PENDING_CAP],
                                               __ATOMIC_RELAXED);
             uintptr_t base = a ? __atomic_load_n(&a->base, __ATOMIC_RELAXED) : 0;
             if (base && addr - base <= a->size)   /* one past its end counts (target_of) */
@@ -136,14 +153,15 @@ struct alloc *exo_carat_pending_holding(uintptr_t addr)
 
 void exo_carat_pending_drain(struct carat_thread *t)
 {
-    drain_upto(t, t->pending_end);
+    if (t->pend)
+        drain_upto(t->pend, t->pend->end);
 }
 
-static void drain_upto(struct carat_thread *t, uint32_t upto)
+static void drain_upto(struct carat_pending *q, uint32_t upto)
 {
     struct alloc_table *tab = &exo_carat.table;
-    for (uint32_t i = t->pending_first; i != upto; i++) {
-        struct alloc *n = t->pending[i % CARAT_PENDING_CAP];
+    for (uint32_t i = q->first; i != upto; i++) {
+        struct alloc *n = q->ring[i % CARAT_PENDING_CAP];
         if (!n)   /* freed by its thread, and reused */
             continue;
         uintptr_t *h = n->base ? exo_carat_alloc_table_head(tab, n->base) : NULL;
@@ -154,12 +172,12 @@ static void drain_upto(struct carat_thread *t, uint32_t upto)
              * free the runtime did not see). Counted as freed with no escape, as the
              * table's drop would. */
             tab->escape_hist[0]++;
-            t->spare[t->nspare++] = n;
+            q->spare[q->nspare++] = n;
         } else {
             exo_carat_alloc_table_node_recycle(tab, n, true);
         }
     }
-    __atomic_store_n(&t->pending_first, upto, __ATOMIC_RELEASE);
+    __atomic_store_n(&q->first, upto, __ATOMIC_RELEASE);
 }
 
 void exo_carat_pending_drain_all(void)
@@ -171,15 +189,20 @@ void exo_carat_pending_drain_all(void)
 bool exo_carat_pending_any(void)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        if (__atomic_load_n(&t->pending_end, __ATOMIC_RELAXED) != t->pending_first)
+        if (t->pend && __atomic_load_n(&t->pend->end, __ATOMIC_RELAXED) != t->pend->first)
             return true;
     return false;
 }
 
 void exo_carat_pending_thread_gone(struct carat_thread *t)
 {
-    while (t->nspare)
-        exo_carat_alloc_table_node_recycle(&exo_carat.table, t->spare[--t->nspare], false);
+    struct carat_pending *q = t->pend;
+    if (!q)
+        return;
+    while (q->nspare)
+        exo_carat_alloc_table_node_recycle(&exo_carat.table, q->spare[--q->nspare], false);
+    exo_carat_mem_free(q, sizeof *q);
+    t->pend = NULL;
 }
 
 void exo_carat_pending_drain_everyone(void)
@@ -203,16 +226,16 @@ void exo_carat_pending_drain_everyone(void)
 bool exo_carat_pending_own_holds(uintptr_t addr)
 {
     struct carat_thread *t = exo_carat_tls.thread;
-    if (!t)
+    struct carat_pending *q = t ? t->pend : NULL;
+    if (!q)
         return false;
-    uint32_t stop = t->pending_end - t->pending_first > RECENT ? t->pending_end - RECENT
-                                                                 : t->pending_first;
-    for (uint32_t i = t->pending_end; i-- != stop;) {
-        const struct alloc *a = t->pending[i % CARAT_PENDING_CAP];
+    uint32_t stop = q->end - q->first > RECENT ? q->end - RECENT : q->first;
+    for (uint32_t i = q->end; i-- != stop;) {
+        const struct alloc *a = q->ring[i % CARAT_PENDING_CAP];
         if (a && addr - a->base < a->size)
             return true;
     }
-    if (t->pending_end == t->pending_first)
+    if (q->end == q->first)
         return false;
     exo_carat_pending_drain(t);
     return exo_carat_alloc_table_find(&exo_carat.table, addr) != NULL;
