@@ -75,8 +75,6 @@ unsigned exo_carat_escape_bucket(uint64_t n)
 
 /* ---- the hash by base ---- */
 
-/* A head word holds its node's address with this bit set (no user-space pointer has it). */
-#define HEAD_TAG ((uintptr_t)1 << 63)
 
 /* The head word of a heap block at base (alloc_table.h), or NULL if it has none. */
 static uintptr_t *head_of(const struct alloc_table *t, uintptr_t base)
@@ -156,8 +154,8 @@ static struct alloc *named_by_head(const struct alloc_table *t, uintptr_t base)
 {
     const uintptr_t *h = head_of(t, base);
     uintptr_t w = h ? __atomic_load_n(h, __ATOMIC_RELAXED) : 0;
-    if ((w & HEAD_TAG) && in_arena(t, w & ~HEAD_TAG)) {
-        struct alloc *n = (struct alloc *)(w & ~HEAD_TAG);
+    if ((w & ALLOC_HEAD_TAG) && in_arena(t, w & ~ALLOC_HEAD_TAG)) {
+        struct alloc *n = (struct alloc *)(w & ~ALLOC_HEAD_TAG);
         if (__atomic_load_n(&n->base, __ATOMIC_RELAXED) == base)
             return n;
     }
@@ -176,11 +174,6 @@ static struct alloc *by_base_get(const struct alloc_table *t, uintptr_t base)
 uintptr_t *exo_carat_alloc_table_head(const struct alloc_table *t, uintptr_t base)
 {
     return head_of(t, base);
-}
-
-uintptr_t exo_carat_alloc_table_head_word(const struct alloc *n)
-{
-    return (uintptr_t)n | HEAD_TAG;
 }
 
 struct alloc *exo_carat_alloc_table_pending_at(const struct alloc_table *t, uintptr_t base)
@@ -232,17 +225,16 @@ static int heads_push(struct alloc_table *t, struct alloc *n)
 /* Name n where by_base_get finds it: its head word, or the hash (room reserved). */
 static void by_base_add(struct alloc_table *t, struct alloc *n)
 {
-    uintptr_t *h = n->kind == EXO_CARAT_HEAP && n->index == INDEX_PAGES &&
-                           in_arena(t, (uintptr_t)n)
-                       ? head_of(t, n->base)
-                       : NULL;
-    uintptr_t *named = head_of(t, n->base);   /* a pending node's, already */
-    if (named && *named == ((uintptr_t)n | HEAD_TAG)) {
-        if (h && heads_push(t, n) == 0)
+    uintptr_t *h = head_of(t, n->base);
+    bool may_head = h && n->kind == EXO_CARAT_HEAP && n->index == INDEX_PAGES &&
+                    in_arena(t, (uintptr_t)n);
+    uintptr_t word = exo_carat_alloc_table_head_word(n);
+    if (h && *h == word) {   /* a pending node's, named already */
+        if (may_head && heads_push(t, n) == 0)
             return;
-        *named = 0;   /* in the hash after all (it went into the tree, or no memory) */
-    } else if (h && !*h && heads_push(t, n) == 0) {
-        *h = (uintptr_t)n | HEAD_TAG;
+        *h = 0;   /* in the hash after all (it went into the tree, or no memory) */
+    } else if (may_head && !*h && heads_push(t, n) == 0) {
+        *h = word;
         return;
     }
     exo_carat_addr_map_put(&t->by_base, n->base, n);
@@ -251,7 +243,7 @@ static void by_base_add(struct alloc_table *t, struct alloc *n)
 static void by_base_remove(struct alloc_table *t, const struct alloc *n)
 {
     uintptr_t *h = head_of(t, n->base);
-    if (h && *h == ((uintptr_t)n | HEAD_TAG)) {
+    if (h && *h == exo_carat_alloc_table_head_word(n)) {
         *h = 0;
         struct alloc *last = t->heads[--t->nheads];
         t->heads[n->prio] = last;
@@ -427,17 +419,11 @@ static void drop(struct alloc_table *t, struct alloc *n)
 
 /* ---- insert and remove ---- */
 
-/* [lo, hi) now covers [base, end) too. Read without the lock by the escape hook's filter
- * (alloc_table.h): atomic stores. */
-static void widen_filter(struct alloc_table *t, uintptr_t base, uintptr_t end)
-{
-    exo_carat_alloc_table_widen(t, base, end);
-}
-
 void exo_carat_alloc_table_widen(struct alloc_table *t, uintptr_t base, uintptr_t end)
 {
-    /* Threads widen it for their pending blocks without the lock (pending.c): a bound is
-     * only ever replaced by a wider one. */
+    /* Read without the lock by the escape hook's filter (alloc_table.h), and widened
+     * without it by threads for their pending blocks (pending.c): a bound is only ever
+     * replaced by a wider one, atomically. */
     uintptr_t lo = __atomic_load_n(&t->lo, __ATOMIC_RELAXED);
     while (base < lo && !__atomic_compare_exchange_n(&t->lo, &lo, base, true, __ATOMIC_RELAXED,
                                                      __ATOMIC_RELAXED))
@@ -494,7 +480,7 @@ static void place(struct alloc_table *t, struct alloc *n)
         __atomic_store_n(&t->lo, n->base, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hi, n->base + n->size, __ATOMIC_RELAXED);
     }
-    widen_filter(t, n->base, n->base + n->size);
+    exo_carat_alloc_table_widen(t, n->base, n->base + n->size);
 }
 
 int exo_carat_alloc_table_insert(struct alloc_table *t, uintptr_t base, uintptr_t size, int kind,
@@ -521,7 +507,7 @@ int exo_carat_alloc_table_adopt(struct alloc_table *t, struct alloc *n)
     drop_overlapping(t, n->base, n->base + n->size);
     if (exo_carat_addr_map_reserve(&t->by_base)) {
         uintptr_t *h = head_of(t, n->base);
-        if (h && *h == ((uintptr_t)n | HEAD_TAG))
+        if (h && *h == exo_carat_alloc_table_head_word(n))
             *h = 0;
         exo_carat_alloc_table_node_recycle(t, n, false);
         return -EXO_ENOMEM;
@@ -555,7 +541,7 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
     n->size = size;
     index_add(t, n);
     by_base_add(t, n);
-    widen_filter(t, base, base + size);
+    exo_carat_alloc_table_widen(t, base, base + size);
     return 0;
 }
 
@@ -638,7 +624,7 @@ void exo_carat_alloc_table_rebase(struct alloc_table *t, struct alloc *a, uintpt
     (void)exo_carat_addr_map_reserve(&t->by_base);
     index_add(t, a);
     by_base_add(t, a);
-    widen_filter(t, new_base, new_base + a->size);
+    exo_carat_alloc_table_widen(t, new_base, new_base + a->size);
 }
 
 void exo_carat_alloc_table_each(struct alloc_table *t, bool (*fn)(struct alloc *, void *), void *arg)

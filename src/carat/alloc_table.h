@@ -144,17 +144,24 @@ unsigned exo_carat_escape_bucket(uint64_t n);
 int exo_carat_alloc_table_use_heads(struct alloc_table *t);
 
 /* ---- nodes not yet in the table (pending.c): allocated, named in their head words, and
- * indexed later in a batch. The first three need no lock; the rest need it. ---- */
+ * indexed later in a batch. Those that need no lock say so; the rest need it. ---- */
+
+/* A head word holds its node's address with this bit set (no user-space pointer has it). */
+#define ALLOC_HEAD_TAG ((uintptr_t)1 << 63)
+
+/* The word a head holds for node n (no lock). */
+static inline uintptr_t exo_carat_alloc_table_head_word(const struct alloc *n)
+{
+    return (uintptr_t)n | ALLOC_HEAD_TAG;
+}
 
 /* The address of the head word that names a node for a heap block at base, or NULL if
- * such a block has none (heads off, or base not on a 16-byte boundary). */
+ * such a block has none (heads off, or base not on a 16-byte boundary). No lock. */
 uintptr_t *exo_carat_alloc_table_head(const struct alloc_table *t, uintptr_t base);
 /* The node a head word names, if it is a pending one with that base; else NULL. Without
  * the lock: a node's memory stays a node's, and only the drain under the lock recycles a
  * pending one. */
 struct alloc *exo_carat_alloc_table_pending_at(const struct alloc_table *t, uintptr_t base);
-/* The word a head holds for node n. */
-uintptr_t exo_carat_alloc_table_head_word(const struct alloc *n);
 /* A zeroed node for a pending block (lock held), or NULL. */
 struct alloc *exo_carat_alloc_table_node_new(struct alloc_table *t);
 /* [lo, hi) now covers [base, end) too; without the lock (a bound only ever widens). */

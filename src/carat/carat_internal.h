@@ -169,8 +169,8 @@ static inline void carat_leave(void)
 
 /* ---- pending allocations (pending.c) ---- */
 
-/* The calling thread's record, registered on first use (lock not held); NULL if out of
- * memory. */
+/* The calling thread's record (its escape log), registered on first use (lock not held);
+ * NULL if out of memory. */
 struct carat_thread *exo_carat_thread_self(void);
 /* Track the heap block p of size bytes without the lock, as a pending node of this thread,
  * if it can be: a small block on a 16-byte boundary, with the shadow's head words on.
@@ -182,9 +182,10 @@ uint64_t exo_carat_pending_untrack(uintptr_t p);
 /* A pending block of any thread at p (lock held): exo_carat_pending_untrack's work for a
  * block another thread allocated; its size, or 0 if there is none. */
 uint64_t exo_carat_pending_forget(uintptr_t p);
-/* The pending node of any thread at p, or NULL (its size may be read; lock held to change
- * it: a realloc in place of a block another thread allocated). */
-struct alloc *exo_carat_pending_at(uintptr_t p);
+/* realloc kept the heap block p in place with size bytes: a pending block of this thread
+ * gets its new size without the lock; another thread's, or one in the table, under the
+ * lock (taken here). In the runtime. */
+void exo_carat_pending_resize(uintptr_t p, uint64_t size, const char *site);
 /* A pending node of any thread holding addr, or one ending at it (lock held; a search of
  * every thread's list: for the rare unaligned escapes only). */
 struct alloc *exo_carat_pending_holding(uintptr_t addr);

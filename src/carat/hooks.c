@@ -62,13 +62,7 @@ void exo_carat_init(void)
     pthread_mutex_unlock(&init_lock);
 }
 
-/* The calling thread's record (its escape log), registered on first use (lock not held).
- * NULL if out of memory: its escapes are then applied one by one. */
-static struct carat_thread *my_thread(void)
-{
-    return exo_carat_thread_self();
-}
-
+/* NULL if out of memory: its escapes are then applied one by one. */
 struct carat_thread *exo_carat_thread_self(void)
 {
     struct carat_thread *t = exo_carat_tls.thread;
@@ -447,23 +441,6 @@ EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
         track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
 }
 
-/* The heap block at p now has size bytes, where it was (realloc in place). */
-static void resize_in_place(uintptr_t p, uint64_t size, const char *site)
-{
-    struct alloc *n = exo_carat_pending_at(p);
-    bool own = n && (struct carat_thread *)(void *)n->left == exo_carat_tls.thread;
-    if (!own)
-        pthread_mutex_lock(&exo_carat.lock);
-    if (!own && !(n = exo_carat_pending_at(p)))
-        exo_carat_alloc_table_resize(&exo_carat.table, p, size, EXO_CARAT_HEAP, site);
-    if (n) {   /* pending: its drain indexes it with its new size */
-        n->size = size ? size : 1;
-        exo_carat_alloc_table_widen(&exo_carat.table, p, p + n->size);
-    }
-    if (!own)
-        pthread_mutex_unlock(&exo_carat.lock);
-}
-
 EXO_API void exo_carat_hook_realloc_begin(void)
 {
     carat_ensure_init();
@@ -478,7 +455,7 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
          * of p is uninitialized, old data and glibc's free-list links, and no pointer of the
          * program's. */
         if (old == p) {   /* in place: the pointers to it stay good, and so do its escapes */
-            resize_in_place((uintptr_t)p, size, site);
+            exo_carat_pending_resize((uintptr_t)p, size, site);
         } else {
             uint64_t old_size = 0;   /* 0: old was not tracked (or NULL) */
             if (old) {
@@ -486,7 +463,7 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
                 const struct alloc *was = exo_carat_alloc_table_find(&exo_carat.table,
                                                                      (uintptr_t)old);
                 if (!was || was->base != (uintptr_t)old)
-                    was = exo_carat_pending_at((uintptr_t)old);
+                    was = exo_carat_alloc_table_pending_at(&exo_carat.table, (uintptr_t)old);
                 if (was)
                     old_size = was->size < size ? was->size : size;
                 pthread_mutex_unlock(&exo_carat.lock);
@@ -551,7 +528,7 @@ EXO_API void exo_carat_hook_stack_release(void *frame_end, uint64_t n)
         while (d > 0 && t->stack_objs[d - 1].base < (uintptr_t)frame_end)
             d--;
     /* Registered, so that exo_carat_get_stats finds the count (and thread_gone adds it up). */
-    if (__builtin_expect(t->thread != NULL, 1) || my_thread())
+    if (__builtin_expect(t->thread != NULL, 1) || exo_carat_thread_self())
         __atomic_store_n(&t->stack_released, t->stack_released + (was - d), __ATOMIC_RELAXED);
     else
         atomic_fetch_add_explicit(&exo_carat.count.stack_objects, was - d, memory_order_relaxed);
@@ -575,7 +552,7 @@ static inline void log_append(struct carat_thread *t, uintptr_t slot, uintptr_t 
 static __attribute__((noinline)) void escape_slow(uintptr_t slot, uintptr_t value)
 {
     carat_enter();
-    struct carat_thread *t = my_thread();
+    struct carat_thread *t = exo_carat_thread_self();
     if (t && t->n == CARAT_LOG_CAP) {
         pthread_mutex_lock(&exo_carat.lock);
         exo_carat_flush_thread(t, true);   /* every store it announces is done */
@@ -666,7 +643,7 @@ EXO_API void exo_carat_hook_copy(void *dst, const void *src, uint64_t len)
          * may be a pointer is taken, as scan_copy does. */
         struct carat_tls *tls = &exo_carat_tls;
         if (!tls->thread)
-            my_thread();   /* for its stack's bounds */
+            exo_carat_thread_self();   /* for its stack's bounds */
         bool unknown = (uintptr_t)src - tls->stack_lo < tls->stack_end - tls->stack_lo;
         if (!unknown) {
             pthread_mutex_lock(&exo_carat.lock);

@@ -128,9 +128,21 @@ uint64_t exo_carat_pending_forget(uintptr_t p)
     return n ? forget(n, p) : 0;
 }
 
-struct alloc *exo_carat_pending_at(uintptr_t p)
+void exo_carat_pending_resize(uintptr_t p, uint64_t size, const char *site)
 {
-    return exo_carat_alloc_table_pending_at(&exo_carat.table, p);
+    struct alloc *n = exo_carat_alloc_table_pending_at(&exo_carat.table, p);
+    bool own = n && owner_of(n) == exo_carat_tls.thread;
+    if (!own) {   /* another thread's, perhaps: only its drain, under the lock, changes it */
+        pthread_mutex_lock(&exo_carat.lock);
+        if (!(n = exo_carat_alloc_table_pending_at(&exo_carat.table, p)))
+            exo_carat_alloc_table_resize(&exo_carat.table, p, size, EXO_CARAT_HEAP, site);
+    }
+    if (n) {   /* its drain indexes it with its new size */
+        n->size = size ? size : 1;
+        exo_carat_alloc_table_widen(&exo_carat.table, p, p + n->size);
+    }
+    if (!own)
+        pthread_mutex_unlock(&exo_carat.lock);
 }
 
 struct alloc *exo_carat_pending_holding(uintptr_t addr)
