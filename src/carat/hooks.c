@@ -379,6 +379,16 @@ static uint64_t heap_extent(void *p, uint64_t asked)
     return asked == UINT64_MAX || usable > asked ? usable : asked;
 }
 
+/* One more in c, a counter whose every writer holds the lock (it is read without): a load
+ * and a store, not a locked add. A locked add after the lock's release waited for the
+ * stores before it, a free's clearing of its block's shadow among them, to reach the cache:
+ * 4% of Lua's workload stood on that one instruction. */
+static inline void count_locked(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 /* p, of size bytes (a heap block's extent, heap_extent), is now tracked. */
 static void track(void *p, uint64_t size, int kind, const char *site)
 {
@@ -396,8 +406,8 @@ static void track(void *p, uint64_t size, int kind, const char *site)
     if (exo_carat_tls.thread)
         exo_carat_pending_drain(exo_carat_tls.thread);
     exo_carat_alloc_table_insert(&exo_carat.table, (uintptr_t)p, size, kind, site);
+    count_locked(&exo_carat.count.allocs);
     pthread_mutex_unlock(&exo_carat.lock);
-    atomic_fetch_add_explicit(&exo_carat.count.allocs, 1, memory_order_relaxed);
     carat_leave();
 }
 
@@ -423,6 +433,7 @@ static void untrack(void *p, bool gone)
     uintptr_t size = exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     if (!size)   /* another thread's pending block */
         size = exo_carat_pending_forget((uintptr_t)p);
+    count_locked(&exo_carat.count.frees);
     pthread_mutex_unlock(&exo_carat.lock);
     /* Its slots hold no pointer of the program's any more. For a block realloc freed
      * already (gone), after realloc's copy (the caller copied its shadow first): another
@@ -431,7 +442,6 @@ static void untrack(void *p, bool gone)
      * hook has always had. */
     if (size)
         exo_carat_shadow_clear((uintptr_t)p, size);
-    atomic_fetch_add_explicit(&exo_carat.count.frees, 1, memory_order_relaxed);
     carat_leave();
 }
 

@@ -169,10 +169,23 @@ void exo_carat_pending_drain(struct carat_thread *t)
         drain_upto(t->pend, t->pend->end);
 }
 
+/* How far ahead the drain asks for the nodes it will read, and (half as far) for their
+ * head words: the live blocks left on a ring are old, and each of their nodes and head words
+ * was a cache miss in turn (7% of Lua's workload was the drain). */
+#define DRAIN_AHEAD 16
+
 static void drain_upto(struct carat_pending *q, uint32_t upto)
 {
     struct alloc_table *tab = &exo_carat.table;
     for (uint32_t i = q->first; i != upto; i++) {
+        if (upto - i > DRAIN_AHEAD) {
+            const struct alloc *far = q->ring[(i + DRAIN_AHEAD) % CARAT_PENDING_CAP];
+            const struct alloc *near = q->ring[(i + DRAIN_AHEAD / 2) % CARAT_PENDING_CAP];
+            if (far)
+                __builtin_prefetch(far);
+            if (near && near->base)   /* asked for DRAIN_AHEAD / 2 steps ago */
+                __builtin_prefetch(exo_carat_alloc_table_head(tab, near->base));
+        }
         struct alloc *n = q->ring[i % CARAT_PENDING_CAP];
         if (!n)   /* freed by its thread, and reused */
             continue;
