@@ -265,7 +265,8 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
         echo "sanitizer build: $t not run"
         continue
     fi
-    "$cc" "${flags[@]}" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread || bad "$t.c did not build"
+    "$cc" "${flags[@]}" -I"$src/src" "$src/tests/carat/$t.c" -o "$dir/$t" -lpthread ||
+        bad "$t.c did not build"
     timeout 120 "$dir/$t" || bad "$t failed"
 done
 
@@ -321,6 +322,9 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     steps=; [ $t = table_stress ] && steps=5000
     timeout 300 "$dir/shadow_$t" $steps >/dev/null || bad "$t failed with the shadow"
 done
+# A thread whose ring of pending blocks cannot be mapped: the table takes its blocks.
+timeout 60 "$dir/shadow_pending_blocks" ring-unmapped >/dev/null ||
+    bad "pending_blocks failed when a thread's ring could not be mapped"
 # A move's scan of the shadow that cannot ask which of its pages are in memory (the first
 # mincore fails) reads them all: it still patches every slot, and the shadow follows.
 if [ $sanitized = no ]; then

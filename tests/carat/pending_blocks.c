@@ -7,12 +7,17 @@
  * - another thread's blocks it has not handed to the table yet (it waits, alive): a query
  *   finds them; this thread frees one (gone), shrinks one in place (its new size), and
  *   moves one (the move indexes every thread's list first): the pointer to it in another
- *   of its blocks, and the global array's, lead to the copy.
+ *   of its blocks, and the global array's, lead to the copy;
+ * - with the argument `ring-unmapped`: a thread whose ring cannot be mapped (the fault
+ *   injected into its first mapping): that block goes into the table under the lock, the
+ *   next ones onto the ring made then, and all are found and counted exactly.
  * Built with -I src. */
 #include "carat_check.h"
+#include "os/os.h"
 
 #include <exomem/carat.h>
 #include <exomem/error.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -127,8 +132,51 @@ static void another_threads_blocks(void)
             free(worker_blocks[i]);
 }
 
-int main(void)
+#define UNMAPPED_BLOCKS 1000
+static char *unmapped_blocks[UNMAPPED_BLOCKS];
+
+static void *unmapped_worker(void *arg)
 {
+    (void)arg;
+    /* A query registers the thread: its record is mapped now, so the next mapping is its
+     * ring's, at its first small block. */
+    (void)exo_carat_alloc_find(unmapped_blocks, NULL);
+    exo_os_fault_arm(EXO_FAULT_MAP, 1, ENOMEM);
+    for (int i = 0; i < UNMAPPED_BLOCKS; i++) {
+        unmapped_blocks[i] = malloc(48);
+        CHECK(unmapped_blocks[i] != NULL);
+    }
+    bool fired = exo_os_fault_fired();
+    exo_os_fault_disarm();
+    CHECK(fired);
+    return NULL;
+}
+
+static void ring_unmapped(void)
+{
+    struct exo_carat_stats before, after;
+    exo_carat_get_stats(&before);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, unmapped_worker, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0);   /* its counts are the table's once it has ended */
+    exo_carat_get_stats(&after);
+    CHECK(after.allocs_total - before.allocs_total == UNMAPPED_BLOCKS);
+    for (int i = 0; i < UNMAPPED_BLOCKS; i++)
+        found(unmapped_blocks[i], malloc_usable_size(unmapped_blocks[i]));
+    for (int i = 0; i < UNMAPPED_BLOCKS; i++)
+        free(unmapped_blocks[i]);
+    exo_carat_get_stats(&after);
+    CHECK(after.frees_total - before.frees_total == UNMAPPED_BLOCKS);
+    CHECK(exo_carat_alloc_find(unmapped_blocks[0], NULL) != 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "ring-unmapped") == 0) {
+        ring_unmapped();
+        printf("pending_blocks ring-unmapped: ok\n");
+        return 0;
+    }
     one_thread_window();
     another_threads_blocks();
     printf("pending_blocks: ok\n");
