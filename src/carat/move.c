@@ -25,6 +25,7 @@
  * the next chunk's address (the block's last usable word): those are malloc's. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
+#include "carat/mappings.h"
 #include "carat/shadow.h"
 #include "os/os.h"
 #include "internal.h"
@@ -34,45 +35,6 @@
 #include <string.h>
 #include <cpuid.h>
 #include <ucontext.h>
-
-#define MAX_RANGES 65536
-#define MAPS_BUF (8u << 20)
-
-static uintptr_t *ranges;     /* writable mappings at the time of the move: [lo, hi) pairs */
-static int nranges;
-static char *maps_buf;
-
-/* The writable mappings are read from /proc/self/maps only when a move needs them (about
- * 40 us): for a slot outside every tracked allocation, or a stack not seen before. */
-static bool maps_loaded;
-
-static int load_maps(void)
-{
-    if (maps_loaded)
-        return 0;
-    int nr = exo_os_writable_ranges(ranges, MAX_RANGES, maps_buf, MAPS_BUF);
-    if (nr < 0)
-        return nr;
-    nranges = nr;
-    maps_loaded = true;
-    return 0;
-}
-
-/* The writable range holding [a, a + 8), or -1. */
-static int range_of(uintptr_t a)
-{
-    int lo = 0, hi = nranges - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2;
-        if (a < ranges[2 * mid])
-            hi = mid - 1;
-        else if (a >= ranges[2 * mid + 1])
-            lo = mid + 1;
-        else
-            return a + 8 <= ranges[2 * mid + 1] ? mid : -1;
-    }
-    return -1;
-}
 
 /* Can the 8 bytes at slot be read and written, as the program's? Inside a live tracked
  * allocation they can. A slot that lay in one when the runtime heard of
@@ -85,7 +47,8 @@ static bool slot_usable(uintptr_t slot, bool was_in_alloc)
     const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, slot);
     if (a && slot + 8 <= a->base + a->size)
         return true;
-    return !was_in_alloc && load_maps() == 0 && range_of(slot) >= 0;
+    uintptr_t lo, hi;
+    return !was_in_alloc && exo_carat_mappings_find(slot, &lo, &hi);
 }
 
 /* The C library's code, found once before the first stop (dl_iterate_phdr takes the
@@ -100,30 +63,6 @@ static void find_libc(void)
     done = true;
     if (exo_os_code_segment((const void *)malloc, &libc_lo, &libc_hi) != 0)
         libc_lo = libc_hi = 0;
-}
-
-/* Where each thread's stack mapping ends, kept across moves: a thread's stack does not move
- * while it lives. Checked against the stack pointer before use (a thread id can be reused). */
-#define STACK_CACHE 256
-static struct { pid_t tid; uintptr_t lo, hi; } stacks[STACK_CACHE];
-
-static bool stack_of(pid_t tid, uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
-{
-    unsigned h = (unsigned)tid % STACK_CACHE;
-    if (stacks[h].tid == tid && sp >= stacks[h].lo && sp < stacks[h].hi) {
-        *lo = stacks[h].lo;
-        *hi = stacks[h].hi;
-        return true;
-    }
-    if (load_maps() != 0)
-        return false;
-    int r = range_of(sp & ~(uintptr_t)7);
-    if (r < 0)
-        return false;
-    stacks[h].tid = tid;
-    *lo = stacks[h].lo = ranges[2 * r];
-    *hi = stacks[h].hi = ranges[2 * r + 1];
-    return true;
 }
 
 #define DERIVED_REACH 512
@@ -321,9 +260,10 @@ CARAT_NO_ASAN static void patch_shadow_slot(uintptr_t slot, uintptr_t *shadow, v
  * anything was patched). */
 static void patch_shadow(struct patch *p)
 {
-    if (exo_carat_shadow_on)
-        exo_carat_shadow_visit(ranges, nranges, p->base, p->base + p->size, patch_shadow_slot,
-                               p);
+    int n;
+    const uintptr_t *ranges = exo_carat_shadow_on ? exo_carat_mappings_all(&n) : NULL;
+    if (ranges)
+        exo_carat_shadow_visit(ranges, n, p->base, p->base + p->size, patch_shadow_slot, p);
 }
 
 /* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through
@@ -409,20 +349,19 @@ CARAT_NO_ASAN static void patch_own_stack(struct patch *p, const struct carat_pa
                                           uintptr_t alt_lo, uintptr_t alt_hi)
 {
     uintptr_t sp = entry_sp(pk->ucontext, alt_lo, alt_hi) & ~(uintptr_t)7;
-    int r = -1, known = -1;
-    if (load_maps() == 0) {
-        r = sp ? range_of(sp) : -1;
-        known = pk->own_stack ? range_of(pk->own_stack & ~(uintptr_t)7) : -1;
-    }
-    if (r < 0 || (known >= 0 && known != r)) {
-        if (known < 0) {
+    uintptr_t lo, hi, known_lo, known_hi;
+    bool found = sp && exo_carat_mappings_find(sp, &lo, &hi);
+    bool known = pk->own_stack &&
+                 exo_carat_mappings_find(pk->own_stack & ~(uintptr_t)7, &known_lo, &known_hi);
+    if (!found || (known && known_lo != lo)) {
+        if (!known) {
             p->stack_unknown = true;
             return;
         }
-        r = known;
-        sp = ranges[2 * r];
+        sp = lo = known_lo;
+        hi = known_hi;
     }
-    patch_stack_words(p, sp, ranges[2 * r], ranges[2 * r + 1], 0, 0);
+    patch_stack_words(p, sp, lo, hi, 0, 0);
 }
 
 /* Registers and stack of one stopped thread. The scan starts in the red zone below its stack
@@ -444,7 +383,7 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
     if (pk->on_alternate_stack) {
         lo = (uintptr_t)uc->uc_stack.ss_sp;
         hi = lo + uc->uc_stack.ss_size;
-    } else if (!stack_of(pk->tid, rsp, &lo, &hi)) {
+    } else if (!exo_carat_mappings_stack(pk->tid, rsp, &lo, &hi)) {
         lo = hi = 0;
     }
     /* The thread that asked for this move: exo_carat_move spilled every callee-saved
@@ -650,10 +589,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
     size = a ? a->size : 0;
     align = a ? (uintptr_t)1 << a->align_shift : 0;
     bool pinned = a && a->pinned;
-    if (!maps_buf)   /* each tried again at the next move if it failed */
-        maps_buf = exo_carat_mem_alloc(MAPS_BUF);
-    if (!ranges)
-        ranges = exo_carat_mem_alloc(2 * MAX_RANGES * sizeof *ranges);
+    int no_maps = exo_carat_mappings_reserve();   /* each tried again at the next move */
     if (!inner)
         inner = exo_carat_mem_alloc(INNER_CAP * sizeof *inner);
     pthread_mutex_unlock(&exo_carat.lock);
@@ -664,7 +600,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         return exo_fail(EXO_EINUSE, "the %lu-byte allocation at %#lx is pinned: the program "
                         "formatted its address as text (%%p), which no move can patch",
                         (unsigned long)size, (unsigned long)base);
-    if (!maps_buf || !ranges)
+    if (no_maps)
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
     if (!inner)
         return exo_fail(EXO_ENOMEM, "no memory for the move's list of logged stores");
@@ -723,7 +659,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         return exo_fail(EXO_EAGAIN, "the allocation at %#lx changed while the world stopped",
                         (unsigned long)base);
     }
-    maps_loaded = false;   /* read again if this move needs them */
+    exo_carat_mappings_stale();   /* read again if this move needs them */
     /* The stopped threads' logs go into the table first, in order, so that the escape sets
      * alone say what each slot was last given. Applied after the move's own scan of the
      * new block (as they once were), an old logged store would replace the value the scan
@@ -770,7 +706,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
     p.check = false;
     p.in_libc = false;
     /* The shadow's scan needs the mappings: read before anything is patched. */
-    if (exo_carat_shadow_on && load_maps() != 0) {
+    if (exo_carat_shadow_on && exo_carat_mappings_load() != 0) {
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
