@@ -573,8 +573,8 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
     memset(&c, 0, sizeof c);
     uintptr_t base, size, align;
     pthread_mutex_lock(&exo_carat.lock);
-    if (exo_carat_tls.thread)   /* the requester's own blocks are tracked at once */
-        exo_carat_pending_drain(exo_carat_tls.thread);
+    /* On the mover thread, which allocates nothing the plugin sees: the requester's
+     * pending blocks, like every other thread's, are drained by a stopped world. */
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, addr);
     if (!a && exo_carat_pending_any()) {
         /* Perhaps a block another thread allocated since its last drain: only a stopped
