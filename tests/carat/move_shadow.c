@@ -6,8 +6,9 @@
  * - A slot that need not be on an 8-byte boundary (a packed struct's pointer): the scans
  *   of the shadow see aligned words only; the plugin calls the hook, and the escape sets
  *   have it.
- * - A copy that shifts pointers off their 8-byte boundary; a copy out of the stack, whose
- *   own stores have no shadow; a realloc that moves the block.
+ * - A copy that shifts pointers off their 8-byte boundary; copies out of the stack, whose
+ *   own stores have no shadow (one of 37 words: the shadow taken four at a time, and the
+ *   words that are no pointers left out of it); a realloc that moves the block.
  * - A word that only looks like a pointer (a tag byte over its low byte) is not changed.
  * - The escapes a query counts: live slots only (a freed block's are gone).
  * Built with -I src (carat_abi.h: where the shadow is). */
@@ -42,6 +43,8 @@ struct __attribute__((packed)) odd {
 struct pair {
     char *a, *b;
 };
+
+#define FRAME_WORDS 37   /* nine groups of four and one more */
 
 __attribute__((noinline)) static void put(char **slot, char *v) { *slot = v; }
 __attribute__((noinline)) static void put_odd(struct odd *o, char *v) { o->p = v; }
@@ -94,6 +97,19 @@ int main(void)
     copy(shifted + 4, &slots[1], sizeof(char *));
     CHECK(escapes(block) == 6);   /* slots[0..3] in the shadow; odd->p, shifted + 4 in the sets */
 
+    /* A longer copy out of the stack, taken four words at a time where the processor has
+     * AVX2: pointers at every place in a group of four and in the tail, numbers between. */
+    uintptr_t frame[FRAME_WORDS];
+    for (int i = 0; i < FRAME_WORDS; i++)
+        frame[i] = i % 3 == 0 ? (uintptr_t)(block + 8 * (i % 5)) : (uintptr_t)i * 1000003u;
+    uintptr_t *many = malloc(sizeof frame);
+    CHECK(many);
+    copy(many, frame, sizeof frame);
+    for (int i = 0; i < FRAME_WORDS; i++) {
+        uintptr_t known = *(uintptr_t *)((uintptr_t)&many[i] - EXO_CARAT_ABI_SHADOW_SUB);
+        CHECK(known == (i % 3 == 0 ? frame[i] : 0));
+    }
+
     /* A tag byte over the low byte of a pointer to the block: data now, left alone. */
     put(&slots[3], block + 40);
     ((unsigned char *)&slots[3])[0] ^= 0x01;
@@ -108,6 +124,9 @@ int main(void)
     char *got;
     memcpy(&got, shifted + 4, sizeof got);
     CHECK(got == block);
+    for (int i = 0; i < FRAME_WORDS; i++)
+        CHECK(many[i] == (i % 3 == 0 ? (uintptr_t)(block + 8 * (i % 5)) : (uintptr_t)i * 1000003u));
+    free(many);
 
     /* realloc moving the array: its pointers go with it. */
     slots[3] = NULL;
