@@ -4,14 +4,12 @@
 #include "carat/shadow.h"
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
+#include "carat/words.h"
 #include "internal.h"
 #include "os/os.h"
 
 #include <exomem/access.h>
 #include <stdio.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,61 +75,6 @@ void exo_carat_shadow_copy(uintptr_t dst, uintptr_t src, uint64_t len)
         memset((void *)(dlo - SUB), 0, dhi - dlo);
 }
 
-/* The shadow of `words` words copied from src, each shadow word at `shadow` the word
- * itself if it lies in [lo, lo + span), else 0. Neither end need be 8-byte aligned. */
-typedef void take_words_fn(unsigned char *shadow, const unsigned char *src, uint64_t words,
-                           uintptr_t lo, uintptr_t span);
-
-CARAT_NO_ASAN static void take_words(unsigned char *shadow, const unsigned char *src,
-                                     uint64_t words, uintptr_t lo, uintptr_t span)
-{
-    for (uint64_t i = 0; i < words; i++) {
-        uintptr_t v;
-        memcpy(&v, src + 8 * i, sizeof v);
-        v = v - lo < span ? v : 0;
-        memcpy(shadow + 8 * i, &v, sizeof v);
-    }
-}
-
-#if defined(__x86_64__)
-/* Four words at a time where the processor has AVX2 (the library is built for the baseline
- * x86-64, which has no 64-bit compare): oniguruma saves its match stack, 4 KiB from its
- * own stack, at every match, and the word loop took 11% of its workload. The compare is
- * unsigned, as signed ones with the top bit flipped on both sides. */
-CARAT_NO_ASAN __attribute__((target("avx2"))) static void
-take_words_avx2(unsigned char *shadow, const unsigned char *src, uint64_t words, uintptr_t lo,
-                uintptr_t span)
-{
-    const __m256i top = _mm256_set1_epi64x(INT64_MIN);
-    const __m256i low = _mm256_set1_epi64x((long long)lo);
-    const __m256i limit = _mm256_set1_epi64x((long long)(span ^ (uint64_t)INT64_MIN));
-    uint64_t i = 0;
-    for (; i + 4 <= words; i += 4) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(src + 8 * i));
-        __m256i off = _mm256_xor_si256(_mm256_sub_epi64(v, low), top);
-        __m256i inside = _mm256_cmpgt_epi64(limit, off);
-        _mm256_storeu_si256((__m256i *)(void *)(shadow + 8 * i), _mm256_and_si256(v, inside));
-    }
-    take_words(shadow + 8 * i, src + 8 * i, words - i, lo, span);
-}
-#endif
-
-static take_words_fn *take_words_best(void)
-{
-    static take_words_fn *best;
-    take_words_fn *f = __atomic_load_n(&best, __ATOMIC_RELAXED);
-    if (f)
-        return f;
-    f = take_words;
-#if defined(__x86_64__)
-    __builtin_cpu_init();   /* it may run before the constructors (a program's own copies) */
-    if (__builtin_cpu_supports("avx2"))
-        f = take_words_avx2;
-#endif
-    __atomic_store_n(&best, f, __ATOMIC_RELAXED);
-    return f;
-}
-
 CARAT_NO_ASAN void exo_carat_shadow_take(uintptr_t dst, uintptr_t src, uint64_t len,
                                          uintptr_t lo, uintptr_t hi)
 {
@@ -140,13 +83,15 @@ CARAT_NO_ASAN void exo_carat_shadow_take(uintptr_t dst, uintptr_t src, uint64_t 
     uint64_t words = len / 8;
     uintptr_t *first = exo_carat_shadow_word(dst);
     if (first && exo_carat_shadow_word(dst + 8 * (words - 1))) {   /* all in the window */
-        take_words_best()((unsigned char *)first, (const unsigned char *)src, words, lo, hi - lo);
+        exo_carat_words_keep_in((unsigned char *)first, (const unsigned char *)src, words, lo,
+                                hi - lo);
         return;
     }
     for (uint64_t off = 0; off + 8 <= len; off += 8) {   /* at the window's edge */
         uintptr_t *s = exo_carat_shadow_word(dst + off);
         if (s)
-            take_words((unsigned char *)s, (const unsigned char *)(src + off), 1, lo, hi - lo);
+            exo_carat_words_keep_in((unsigned char *)s, (const unsigned char *)(src + off), 1,
+                                    lo, hi - lo);
     }
 }
 
