@@ -21,6 +21,16 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int exo_carat_mover_autostart(void);
 
+/* Add n to c, a counter whose every writer holds the lock (readers, without it, only need
+ * a count that is not torn): a load and a store, not a locked add. A locked add after the
+ * lock's release waited for the stores before it, a free's clearing of its block's shadow
+ * among them, to reach the cache: 4% of Lua's workload stood on that one instruction. */
+static inline void count_locked(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
 /* A thread that ends hands its log to the table and leaves the list. */
 static void thread_gone(void *p)
 {
@@ -31,8 +41,8 @@ static void thread_gone(void *p)
     exo_carat_flush_thread(t, true);   /* its stores are done */
     exo_carat_pending_thread_gone(t);
     exo_carat.table.escape_hist[0] += t->frees;   /* freed while pending: no escape */
-    atomic_fetch_add_explicit(&exo_carat.count.allocs, t->allocs, memory_order_relaxed);
-    atomic_fetch_add_explicit(&exo_carat.count.frees, t->frees, memory_order_relaxed);
+    count_locked(&exo_carat.count.allocs, t->allocs);
+    count_locked(&exo_carat.count.frees, t->frees);
     atomic_fetch_add_explicit(&exo_carat.count.stack_objects,
                               exo_carat_tls.stack_released + exo_carat_tls.stack_depth,
                               memory_order_relaxed);
@@ -212,10 +222,7 @@ void exo_carat_flush_thread(struct carat_thread *t, bool settled)
     }
     for (uint32_t k = 0; k < m; k += FLUSH_GROUP)
         apply_survivors(t, k, m - k < FLUSH_GROUP ? m : k + FLUSH_GROUP, settled);
-    /* Every flush holds the lock: a plain add, no locked instruction (readers only need a
-     * count that is not torn). */
-    uint64_t total = atomic_load_explicit(&exo_carat.count.escapes, memory_order_relaxed);
-    atomic_store_explicit(&exo_carat.count.escapes, total + logged, memory_order_relaxed);
+    count_locked(&exo_carat.count.escapes, logged);   /* every flush holds the lock */
     /* Cleared, so that every entry past n is zero again (carat_internal.h): the mover then
      * knows an entry at n for one a stopped thread is writing. */
     memset(t->log, 0, n * sizeof t->log[0]);
@@ -379,16 +386,6 @@ static uint64_t heap_extent(void *p, uint64_t asked)
     return asked == UINT64_MAX || usable > asked ? usable : asked;
 }
 
-/* One more in c, a counter whose every writer holds the lock (it is read without): a load
- * and a store, not a locked add. A locked add after the lock's release waited for the
- * stores before it, a free's clearing of its block's shadow among them, to reach the cache:
- * 4% of Lua's workload stood on that one instruction. */
-static inline void count_locked(_Atomic uint64_t *c)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
 /* p, of size bytes (a heap block's extent, heap_extent), is now tracked. */
 static void track(void *p, uint64_t size, int kind, const char *site)
 {
@@ -406,7 +403,7 @@ static void track(void *p, uint64_t size, int kind, const char *site)
     if (exo_carat_tls.thread)
         exo_carat_pending_drain(exo_carat_tls.thread);
     exo_carat_alloc_table_insert(&exo_carat.table, (uintptr_t)p, size, kind, site);
-    count_locked(&exo_carat.count.allocs);
+    count_locked(&exo_carat.count.allocs, 1);
     pthread_mutex_unlock(&exo_carat.lock);
     carat_leave();
 }
@@ -433,7 +430,7 @@ static void untrack(void *p, bool gone)
     uintptr_t size = exo_carat_alloc_table_remove(&exo_carat.table, (uintptr_t)p);
     if (!size)   /* another thread's pending block */
         size = exo_carat_pending_forget((uintptr_t)p);
-    count_locked(&exo_carat.count.frees);
+    count_locked(&exo_carat.count.frees, 1);
     pthread_mutex_unlock(&exo_carat.lock);
     /* Its slots hold no pointer of the program's any more. For a block realloc freed
      * already (gone), after realloc's copy (the caller copied its shadow first): another
