@@ -71,6 +71,20 @@ static void found(const void *p, size_t usable)
     CHECK(info.base == (uintptr_t)p && info.size == usable && info.kind == EXO_CARAT_HEAP);
 }
 
+/* Each of blocks[0..n) is found with its usable size; then all are freed, and the frees
+ * counted since `before` come to `frees`. */
+static void found_then_freed(char **blocks, int n, const struct exo_carat_stats *before,
+                             uint64_t frees)
+{
+    for (int i = 0; i < n; i++)
+        found(blocks[i], malloc_usable_size(blocks[i]));
+    for (int i = 0; i < n; i++)
+        free(blocks[i]);
+    struct exo_carat_stats after;
+    exo_carat_get_stats(&after);
+    CHECK(after.frees_total - before->frees_total == frees);
+}
+
 static void one_thread_window(void)
 {
     static char *kept[MANY / 7 + 1];
@@ -89,12 +103,7 @@ static void one_thread_window(void)
     exo_carat_get_stats(&after);
     CHECK(after.allocs_total - before.allocs_total == MANY);
     CHECK(after.frees_total - before.frees_total == (uint64_t)(MANY - nkept));
-    for (int i = 0; i < nkept; i++)
-        found(kept[i], malloc_usable_size(kept[i]));
-    for (int i = 0; i < nkept; i++)
-        free(kept[i]);
-    exo_carat_get_stats(&after);
-    CHECK(after.frees_total - before.frees_total == MANY);
+    found_then_freed(kept, nkept, &before, MANY);
 }
 
 static void another_threads_blocks(void)
@@ -161,12 +170,7 @@ static void ring_unmapped(void)
     CHECK(pthread_join(t, NULL) == 0);   /* its counts are the table's once it has ended */
     exo_carat_get_stats(&after);
     CHECK(after.allocs_total - before.allocs_total == UNMAPPED_BLOCKS);
-    for (int i = 0; i < UNMAPPED_BLOCKS; i++)
-        found(unmapped_blocks[i], malloc_usable_size(unmapped_blocks[i]));
-    for (int i = 0; i < UNMAPPED_BLOCKS; i++)
-        free(unmapped_blocks[i]);
-    exo_carat_get_stats(&after);
-    CHECK(after.frees_total - before.frees_total == UNMAPPED_BLOCKS);
+    found_then_freed(unmapped_blocks, UNMAPPED_BLOCKS, &before, UNMAPPED_BLOCKS);
     CHECK(exo_carat_alloc_find(unmapped_blocks[0], NULL) != 0);
 }
 
