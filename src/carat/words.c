@@ -54,11 +54,11 @@ CARAT_NO_ASAN AVX2 static void keep_in_avx2(unsigned char *to, const unsigned ch
 }
 #endif
 
-/* 1: AVX2; 0: not; -1: not asked yet. Asked at the first call, which may come before the
+/* Does the processor have AVX2? Asked once, at the first call, which may come before the
  * constructors have run (a program's own copies). */
 static int has_avx2(void)
 {
-    static int known = -1;
+    static int known = -1;   /* 1: yes; 0: no; -1: not asked yet */
     int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
     if (k < 0) {
 #if defined(__x86_64__)
