@@ -325,6 +325,9 @@ done
 # A thread whose ring of pending blocks cannot be mapped: the table takes its blocks.
 timeout 60 "$dir/shadow_pending_blocks" ring-unmapped >/dev/null ||
     bad "pending_blocks failed when a thread's ring could not be mapped"
+# Unaligned stores of pointers to another thread's pending blocks as it frees them.
+timeout 120 "$dir/shadow_pending_blocks" strays >/dev/null ||
+    bad "pending_blocks failed with stores into another thread's pending blocks"
 # A move's scan of the shadow that cannot ask which of its pages are in memory (the first
 # mincore fails) reads them all: it still patches every slot, and the shadow follows.
 if [ $sanitized = no ]; then

@@ -518,6 +518,8 @@ int exo_carat_alloc_table_adopt(struct alloc_table *t, struct alloc *n)
 
 void exo_carat_alloc_table_node_recycle(struct alloc_table *t, struct alloc *n, bool counted)
 {
+    /* A pending node with escapes of its own thread's may have been the worst case. */
+    exo_carat_alloc_table_unconsider(t, n);
     if (counted)
         t->escape_hist[exo_carat_escape_bucket(n->escapes.count)]++;
     exo_carat_escape_set_free(t, &n->escapes);

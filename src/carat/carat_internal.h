@@ -189,6 +189,10 @@ void exo_carat_pending_resize(uintptr_t p, uint64_t size, const char *site);
 /* A pending node of any thread holding addr, or one ending at it (lock held; a search of
  * every thread's list: for the rare unaligned escapes only). */
 struct alloc *exo_carat_pending_holding(uintptr_t addr);
+/* The pending node an escape of value at slot goes into (lock held): the calling thread's
+ * one holding value (or ending at it), or NULL. If another thread's block holds it, the
+ * escape is kept aside and noted again after a drain (pending.c, strays); NULL. */
+struct alloc *exo_carat_pending_escape_target(uintptr_t slot, uintptr_t value);
 /* Does addr lie in one of the calling thread's pending blocks? Its newest are searched;
  * if none holds it, its ring is drained and the table asked (lock held). */
 bool exo_carat_pending_own_holds(uintptr_t addr);

@@ -120,7 +120,7 @@ void exo_carat_note_escape(uintptr_t slot, uintptr_t value, bool settled)
 {
     struct alloc *a = target_of(value);
     if (!a && exo_carat.table.by_head)   /* a block some thread allocated since its drain */
-        a = exo_carat_pending_holding(value);
+        a = exo_carat_pending_escape_target(slot, value);
     if (!a)
         return;
     bool in_alloc = exo_carat_alloc_table_holds(&exo_carat.table, slot);

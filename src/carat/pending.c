@@ -12,7 +12,8 @@
  *
  * Who may touch a pending node: the thread that allocated it, without the lock (to fill,
  * resize or forget it), and anyone holding the lock for a block of another thread's (a
- * free or realloc of it; the program frees a block once). Only a drain, under the lock,
+ * free or realloc of it; the program frees a block once). An escape another thread notes
+ * into it is kept aside (strays, below), never in its node. Only a drain, under the lock,
  * recycles a node, so a node read through a head word stays a node. What other threads
  * allocated since their last drain is not in the table: a query sees it after their next
  * drain, and a move, which stops the world, drains every list first. */
@@ -26,6 +27,7 @@ static struct carat_thread *owner_of(const struct alloc *n)
 }
 
 static void drain_upto(struct carat_pending *q, uint32_t upto);
+static void settle_strays(void);
 
 /* Spare nodes for q, taken from the table's (lock not held). false: none to be had (the
  * nodes' arena is used up). */
@@ -107,8 +109,9 @@ uint64_t exo_carat_pending_untrack(uintptr_t p)
     if (!t)
         return 0;
     struct alloc *n = exo_carat_alloc_table_pending_at(&exo_carat.table, p);
-    /* A node with an escape set (an unaligned store into it was noted, under the lock)
-     * has memory only the lock may free: the locked path drains it and frees it there. */
+    /* A node with an escape set (this thread's unaligned store into it was noted, under
+     * the lock) has memory only the lock may free: the locked path drains it and frees it
+     * there. */
     if (!n || owner_of(n) != t || n->escapes.cap)
         return 0;
     __atomic_store_n(&t->frees, t->frees + 1, __ATOMIC_RELAXED);
@@ -203,6 +206,88 @@ static void drain_upto(struct carat_pending *q, uint32_t upto)
         }
     }
     __atomic_store_n(&q->first, upto, __ATOMIC_RELEASE);
+    settle_strays();
+}
+
+/* ---- escapes into another thread's pending blocks (strays) ----
+ *
+ * An escape noted under the lock (a store into a slot that is not 8-byte aligned) into a
+ * block another thread has pending cannot go into that block's node: its thread frees the
+ * block and reuses the node without the lock, having read the node's escape set as empty
+ * before the set was made; the set was then lost, or named a block made since (a thread
+ * storing pointers to another's blocks as it freed them leaked 4 MB of sets in 100,000
+ * stores: tests/carat/pending_blocks.c, `strays`). Such an escape is kept here, in a table
+ * by slot (one entry a slot: a store into it again keeps only the newest value), and noted
+ * again after each drain: into the table, if its block is there now; dropped, if its block
+ * is gone; kept, if it is still pending. A move drains every ring first, so its block has
+ * every escape noted into it. Under the lock. */
+struct stray {
+    uintptr_t slot, value;   /* slot 0: a free entry */
+};
+static struct stray *strays;
+static uint32_t strays_cap, nstrays;   /* cap: a power of two, at most half full */
+
+static uint32_t stray_home(uintptr_t slot, uint32_t cap)
+{
+    return (uint32_t)(slot * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1);
+}
+
+/* Its entry for slot: the one there, or the free one it goes into. */
+static struct stray *stray_at(struct stray *table, uint32_t cap, uintptr_t slot)
+{
+    uint32_t i = stray_home(slot, cap);
+    while (table[i].slot && table[i].slot != slot)
+        i = (i + 1) & (cap - 1);
+    return &table[i];
+}
+
+/* Room for one more entry. false: out of memory. */
+static bool strays_reserve(void)
+{
+    if (2 * (nstrays + 1) <= strays_cap)
+        return true;
+    uint32_t cap = strays_cap ? 2 * strays_cap : 16;
+    struct stray *bigger = exo_carat_mem_alloc(cap * sizeof *bigger);
+    if (!bigger)
+        return false;
+    for (uint32_t i = 0; i < strays_cap; i++)
+        if (strays[i].slot)
+            *stray_at(bigger, cap, strays[i].slot) = strays[i];
+    exo_carat_mem_free(strays, strays_cap * sizeof *strays);
+    exo_carat.table.bytes += (uint64_t)(cap - strays_cap) * sizeof *strays;   /* the escape map's */
+    exo_carat_alloc_table_note_peak(&exo_carat.table);
+    strays = bigger;
+    strays_cap = cap;
+    return true;
+}
+
+struct alloc *exo_carat_pending_escape_target(uintptr_t slot, uintptr_t value)
+{
+    struct alloc *a = exo_carat_pending_holding(value);
+    if (!a || owner_of(a) == exo_carat_tls.thread)
+        return a;
+    if (strays_reserve()) {   /* else dropped, as a set that cannot grow drops it */
+        struct stray *e = stray_at(strays, strays_cap, slot);
+        nstrays += !e->slot;
+        *e = (struct stray){ slot, value };
+    }
+    return NULL;
+}
+
+/* Note each stray again: its block may be in the table now. */
+static void settle_strays(void)
+{
+    if (!nstrays)
+        return;
+    struct stray *was = strays;
+    uint32_t cap = strays_cap;
+    strays = NULL;
+    strays_cap = nstrays = 0;
+    for (uint32_t i = 0; i < cap; i++)
+        if (was[i].slot)   /* back into strays if its block is still another thread's pending one */
+            exo_carat_note_escape(was[i].slot, was[i].value, false);
+    exo_carat_mem_free(was, cap * sizeof *was);
+    exo_carat.table.bytes -= (uint64_t)cap * sizeof *was;
 }
 
 void exo_carat_pending_drain_all(void)

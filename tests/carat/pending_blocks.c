@@ -10,7 +10,13 @@
  *   of its blocks, and the global array's, lead to the copy;
  * - with the argument `ring-unmapped`: a thread whose ring cannot be mapped (the fault
  *   injected into its first mapping): that block goes into the table under the lock, the
- *   next ones onto the ring made then, and all are found and counted exactly.
+ *   next ones onto the ring made then, and all are found and counted exactly;
+ * - with the argument `strays`: stores of pointers to another thread's pending blocks into
+ *   a slot that is not 8-byte aligned (a packed struct's field: the runtime's escape sets,
+ *   not the shadow). One such block is moved, and the slot leads to the copy; then that
+ *   thread makes and frees blocks while this one stores pointers to them as fast as it
+ *   can. The escape sets the runtime made for them all go when the blocks do: the table's
+ *   memory is what it was after the same rounds without the stores.
  * Built with -I src. */
 #include "carat_check.h"
 #include "os/os.h"
@@ -20,6 +26,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -174,8 +181,107 @@ static void ring_unmapped(void)
     CHECK(exo_carat_alloc_find(unmapped_blocks[0], NULL) != 0);
 }
 
+/* A pointer at an odd address: its store calls the runtime (an unaligned escape). */
+struct __attribute__((packed)) odd_slot {
+    char tag;
+    char *to;
+};
+
+#define STRAY_ROUNDS 100000
+static char *_Atomic stray_current;
+static _Atomic int stray_round, stray_taken;   /* the round published, and taken */
+static _Atomic int stray_done;
+
+/* STRAY_ROUNDS blocks made, published in stray_current, and freed as soon as the main
+ * thread has taken the pointer (with_stores), as its store of it begins. */
+static void stray_rounds(bool with_stores)
+{
+    for (int i = 0; i < STRAY_ROUNDS; i++) {
+        char *p = malloc(64);
+        CHECK(p != NULL);
+        atomic_store(&stray_current, p);
+        atomic_store(&stray_round, i + 1);
+        while (with_stores && atomic_load(&stray_taken) != i + 1)
+            ;
+        atomic_store(&stray_current, NULL);
+        free(p);
+    }
+}
+
+static void *stray_worker(void *arg)
+{
+    (void)arg;
+    char *kept = malloc(100);   /* pending on this thread's ring while the main thread moves it */
+    CHECK(kept != NULL);
+    memset(kept, 7, 100);
+    atomic_store(&stray_current, kept);
+    reach(1);
+    wait_for(2);
+    atomic_store(&stray_current, NULL);
+    free(kept);
+    stray_rounds(false);   /* with no stores: the table's indexes grow to what the rounds need */
+    atomic_store(&stray_round, 0);
+    reach(3);
+    wait_for(4);
+    stray_rounds(true);
+    atomic_store(&stray_done, 1);
+    return NULL;
+}
+
+static void strays(void)
+{
+    char *holder = malloc(1 + sizeof(struct odd_slot));
+    CHECK(holder != NULL);
+    struct odd_slot *odd = (struct odd_slot *)(void *)(holder + 1);
+    odd->to = NULL;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, stray_worker, NULL) == 0);
+    wait_for(1);
+
+    char *kept = atomic_load(&stray_current);
+    odd->to = kept + 10;
+    void *to;
+    int rc = exo_carat_move(kept, &to, NULL);
+    if (rc)
+        fprintf(stderr, "pending_blocks: move: %s\n", exomem_last_error());
+    CHECK(rc == 0);
+    CHECK(odd->to == (char *)to + 10 && odd->to[0] == 7);
+    reach(2);
+    wait_for(3);
+    struct exo_carat_stats before, after;
+    exo_carat_get_stats(&before);
+    reach(4);
+
+    uint64_t stores = 0;
+    int taken = 0;
+    while (!atomic_load(&stray_done)) {
+        int round = atomic_load(&stray_round);
+        char *p = atomic_load(&stray_current);
+        if (round != taken && p) {
+            atomic_store(&stray_taken, taken = round);
+            odd->to = p;
+            __asm__ volatile("" : : "r"(odd) : "memory");   /* each store made, not only the last */
+            stores++;
+        }
+    }
+    CHECK(pthread_join(t, NULL) == 0);
+    exo_carat_get_stats(&after);
+    odd->to = NULL;
+    free(holder);
+    if (after.table_bytes != before.table_bytes)
+        fprintf(stderr, "pending_blocks strays: table bytes %llu before, %llu after\n",
+                (unsigned long long)before.table_bytes, (unsigned long long)after.table_bytes);
+    CHECK(stores == STRAY_ROUNDS);
+    CHECK(after.table_bytes == before.table_bytes);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "strays") == 0) {
+        strays();
+        printf("pending_blocks strays: ok\n");
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "ring-unmapped") == 0) {
         ring_unmapped();
         printf("pending_blocks ring-unmapped: ok\n");
