@@ -92,6 +92,14 @@ rc=$?
 grep -q "guard violation: write of 4 bytes at .* of the 4[01][0-9][0-9]-byte heap allocation from .*violation.c:[0-9]*) at .*violation.c:$line" "$dir/v.err" ||
     bad "violation report: $(cat "$dir/v.err")"
 "$dir/violation" recover || bad "a SIGSEGV handler could not recover from a violation"
+# Built with guards alone, the program still writes its report (EXOMEM_CARAT_REPORT) at
+# exit, once: its guards that left the fast path (the violation's among them).
+EXOMEM_CARAT_PARTS=guards "$cc" "${flags[@]}" "$src/tests/carat/violation.c" \
+    -o "$dir/violation_guards" || bad "violation.c (guards alone) did not build"
+EXOMEM_CARAT_REPORT="$dir/guards.jsonl" "$dir/violation_guards" recover >/dev/null 2>&1 ||
+    bad "violation (guards alone) could not recover"
+[ "$(grep -c '"guard_slow":[1-9]' "$dir/guards.jsonl" 2>/dev/null)" = 1 ] ||
+    bad "guards-only report: $(cat "$dir/guards.jsonl" 2>&1)"
 # Coalesced guards: one check over two fields catches the second field's violation.
 ASAN_OPTIONS=handle_segv=0 "$dir/violation" fields 2>"$dir/f.err"
 rc=$?

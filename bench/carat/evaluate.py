@@ -359,6 +359,11 @@ class Evaluation:
                 emit("carat_workload_moves_refused", "moves",
                      sum(x.get("moves_refused", 0) for x in lines), params)
                 continue
+            if mode in ("guards-noopt", "guards"):
+                # Guards that left the inline fast path (one region: none should)
+                emit("carat_guard_slow", "guards", sum(x.get("guard_slow", 0) for x in lines),
+                     params)
+                continue
             if mode != "track":
                 continue
             emit("carat_allocations", "allocations", sum(x.get("allocs_total", 0) for x in lines), params)

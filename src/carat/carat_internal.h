@@ -137,7 +137,8 @@ void *exo_carat_quarantine_keep(uintptr_t old, uintptr_t span, uintptr_t now, co
 /* Print what the last check found (stderr). After the threads resume; mover thread only. */
 void exo_carat_quarantine_report(void);
 
-/* With EXOMEM_CARAT_REPORT set, append the process's counters to that file at exit. */
+/* With EXOMEM_CARAT_REPORT set, append the process's counters to that file at exit (once
+ * a process, however often asked; thread-safe). */
 void exo_carat_report_at_exit(void);
 
 /* Set up the runtime once (signal handler, thread key, a mover from EXOMEM_CARAT_MOVES). */

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,9 +49,17 @@ static void write_report(void)
     exo_os_close(fd);
 }
 
-void exo_carat_report_at_exit(void)
+static void register_report(void)
 {
     const char *path = exo_config()->carat_report;
     if (path && *path)
         atexit(write_report);
+}
+
+void exo_carat_report_at_exit(void)
+{
+    /* Asked for at start-up by the guards' part and by the rest of the runtime's: one line
+     * a process. */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_report);
 }
