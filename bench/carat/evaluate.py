@@ -215,17 +215,20 @@ class Evaluation:
                  sum(x.get("pinned", 0) for x in lines), params)
         return ok
 
-    def workload(self, name, recipe, tree, mode, rate=None, report=None):
+    def workload(self, name, recipe, tree, mode, rate=None, report=None, rnd=1):
+        """One timed run of the workload: (ok, timed out, seconds, vmstat deltas, log). Each
+        run has a log of its own (mode, rate, round), so that a failed run's is kept."""
         extra = {}
         if report:
             extra["EXOMEM_CARAT_REPORT"] = report
         if rate:
             extra["EXOMEM_CARAT_MOVES"] = str(rate)
+        logname = "%s%s.workload%d.log" % (mode, "-moves%d" % rate if rate else "", rnd)
         before = vmstat()
-        ok, secs, late = self.step(recipe, "workload", tree, self.env_for(mode, extra),
-                                   "%s.workload.log" % mode)
+        ok, secs, late = self.step(recipe, "workload", tree, self.env_for(mode, extra), logname)
         after = vmstat()
-        return ok, late, secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS}
+        return (ok, late, secs, {k: after.get(k, 0) - before.get(k, 0) for k in VMSTAT_KEYS},
+                os.path.normpath(os.path.join(tree, "..", logname)))
 
     def program(self, recipe):
         name = os.path.basename(recipe)[:-3]
@@ -324,7 +327,8 @@ class Evaluation:
                     if os.path.exists(report):
                         os.remove(report)
                     reports[(mode, rate)] = report
-                ok, late, secs, vm = self.workload(name, recipe, trees[mode], mode, rate, report)
+                ok, late, secs, vm, wlog = self.workload(name, recipe, trees[mode], mode, rate,
+                                                         report, rep + 1)
                 params = {"program": name, "mode": mode}
                 if rate:
                     params["moves_per_s"] = rate
@@ -332,9 +336,11 @@ class Evaluation:
                     self.cut_short(params, "the workload did not finish in the program's share of the "
                          "time budget (%.0f s)" % secs)
                     continue
+                # Whether the workload's run passed: a failure under moves is a wrong result
+                # the targets count, not only a missing time.
+                emit("carat_workload_pass", "bool", 1 if ok else 0, params)
                 if not ok:
-                    skip(params, "the workload failed (log: %s/../%s.workload.log)"
-                         % (trees[mode], mode))
+                    skip(params, "the workload failed in round %d (log: %s)" % (rep + 1, wlog))
                     continue
                 if rate:
                     emit("carat_workload_moves", "s", round(secs, 4), params, "carat_workload",
@@ -470,6 +476,10 @@ def main():
                     help="seconds for the whole run (default 2600, quick 1200)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
+    # The recipes run in the programs' own trees: relative paths would name nothing there.
+    args.build, args.source = os.path.abspath(args.build), os.path.abspath(args.source)
+    if args.cache:
+        args.cache = os.path.abspath(args.cache)
     if args.repeats is None:
         args.repeats = 2 if args.quick else 3
     if args.budget is None:

@@ -425,10 +425,19 @@ def targets(entries, every=None):
     why = left_out(every, ran)
     if why:
         why = why.replace("measured", "run under 1, 100 and 10,000 moves a second")
-    out.append({"target": "every test suite green in every mode and under moves",
-                "verdict": "no data" if not suites else verdict(not failed, why),
-                "detail": "%d of %d suite runs failed%s%s" % (
+    # A workload run that failed (a crash, or output that did not check) is as wrong a
+    # result as a failed suite.
+    works = by_name(entries, "carat_workload_pass")
+    wfailed = ["%s/%s%s" % (e["params"]["program"], e["params"]["mode"],
+                            "@%d" % e["params"]["moves_per_s"] if e["params"].get("moves_per_s")
+                            else "")
+               for e in works if e["min"] < 1]
+    out.append({"target": "every test suite and workload green in every mode and under moves",
+                "verdict": "no data" if not suites else verdict(not failed and not wfailed, why),
+                "detail": "%d of %d suite runs failed%s; workloads: %d of %d builds and rates "
+                          "had a failed run%s%s" % (
                     len(failed), len(suites), ": " + ", ".join(failed) if failed else "",
+                    len(wfailed), len(works), ": " + ", ".join(wfailed) if wfailed else "",
                     "; " + why if why else "")})
     return out
 
@@ -462,6 +471,14 @@ def selftest(check):
           "carat_programs: a target met by part of the programs is not called met")
     check(part["every"]["verdict"] == "not met", "carat_programs: a failed suite is a failure "
           "even in a partial run")
+    green = [x for x in ents if x["name"] != "carat_suite_pass"] + [
+        e("carat_suite_pass", 1, program="a", mode="carat", moves_per_s=r) for r in TARGET_RATES]
+    every = [x for x in targets(green, every=["a"]) if x["target"].startswith("every")][0]
+    check(every["verdict"] == "met", "carat_programs: green suites and workloads are met")
+    green.append(e("carat_workload_pass", 0, program="a", mode="carat", moves_per_s=100))
+    every = [x for x in targets(green, every=["a"]) if x["target"].startswith("every")][0]
+    check(every["verdict"] == "not met" and "a/carat@100" in every["detail"],
+          "carat_programs: a workload that failed under moves is a failure, named")
     check(abs(ratio(ents, "a", "guards") - 1.05) < 1e-9, "carat_programs: ratio to base")
     check(escape_rows(ents)[0][2] == "90.0%", "carat_programs: share without escapes")
     check(bucket_label(5) == "16-31" and bucket_label(1) == "1", "carat_programs: buckets")
