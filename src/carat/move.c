@@ -19,7 +19,7 @@
  * patched like pointers into it, except in a thread stopped inside the C library, whose
  * malloc holds chunk addresses of its own, and where a neighbour could own the same
  * address (the block before's last word or end in the header; the block after's base
- * minus 8 at the end): the move is refused then. Any other address within DERIVED_REACH bytes of
+ * minus 8 or 16 at the end): the move is refused then. Any other address within DERIVED_REACH bytes of
  * the block and outside every other tracked allocation cannot be told from a pointer to the
  * neighbouring memory: a move first looks for them in every stopped thread and is refused
  * (nothing changed) when it finds one; the mover tries again at its next tick. So is a
@@ -112,33 +112,39 @@ static bool owned_by_block_before(const struct patch *p, uintptr_t v)
     return a && a->base != p->base;
 }
 
-/* Is v one past the block's usable end, where glibc puts the next chunk's size field, and
- * does a tracked block start right after that field? Then v is also that block's base
- * minus 8, where loops over 8-byte elements from 1 keep their base (and LLVM's loop
- * strength reduction puts one, bzip2's sort among them). (The block's last word, that
- * block's base minus 16, is left the block's own: pointers to a block's last word are
- * many, and SQLite's keep them.) Lock held. */
-static bool next_base_minus_8(const struct patch *p, uintptr_t v)
+/* Is v one past the block's usable end, and does a tracked block start right after the
+ * next chunk's header there? In glibc's heaps that header is 8 bytes (the size field: the
+ * block's last 8 bytes are the next chunk's first), in a mapping of its own 16, so v is
+ * also that block's base minus 8 or minus 16, where loops over 8- or 16-byte elements from
+ * 1 keep their base (and LLVM's loop strength reduction puts one, bzip2's sort among
+ * them). (The block's last word, the next block's base minus 16 in a heap, is left the
+ * block's own: pointers to a block's last word are many, and SQLite's keep them.) Lock
+ * held. */
+static bool next_block_base_minus(const struct patch *p, uintptr_t v)
 {
     if (v != p->base + p->size)
         return false;
-    const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, v + 8);
-    return a && a->base == v + 8;
+    for (uintptr_t header = 8; header <= 16; header += 8) {
+        const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, v + header);
+        if (a && a->base == v + header)
+            return true;
+    }
+    return false;
 }
 
 /* Is v, outside the block, an address derived from it? Near it, and neither inside nor one
  * past the end of another tracked allocation. Memory of the C library's right after the
  * block looks the same (a thread's DTV, which its TLS points into): a false alarm, the
  * move is only refused. In the block's own chunk, an address the block before also owns
- * (its last word, or one past its end), or the next block's base minus 8, is no one's for
- * certain: the move is refused too. Left to the block before, a base 8 bytes before bzip2's sorting
+ * (its last word, or one past its end), or the next block's base minus 8 or 16, is no
+ * one's for certain: the move is refused too. Left to the block before, a base 8 bytes before bzip2's sorting
  * array, hoisted out of its loop, kept the old address after the move, and its next range
  * guard had a length of minus 10 MB (one run in 20 at 100 moves a second). Called with
  * the runtime's lock held. */
 static bool derived_from_block(const struct patch *p, uintptr_t v)
 {
     if (in_own_chunk(p, v))              /* patched, unless in malloc or not the block's alone */
-        return p->in_libc || owned_by_block_before(p, v) || next_base_minus_8(p, v);
+        return p->in_libc || owned_by_block_before(p, v) || next_block_base_minus(p, v);
     if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
         return false;                    /* far from the block (or v < DERIVED_REACH) */
     if (exo_carat_alloc_table_find(&exo_carat.table, v))

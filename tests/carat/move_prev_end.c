@@ -10,7 +10,8 @@
  * its moved array, and its next range guard had a length of minus 10 MB. Here: while a
  * thread holds such an address, a move of the block after is refused and changes nothing,
  * and so is one of the block before while it holds that block's end (the next block's base
- * minus 8); once it holds none, both blocks move. */
+ * minus 8); once it holds none, both blocks move. The same for two blocks in mappings
+ * of their own, whose header is 16 bytes. */
 #include "carat_check.h"
 
 #include <exomem/carat.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 
 static char *volatile keep_a, *volatile keep_b;   /* escapes: both blocks are known */
+static char *volatile keep_lower, *volatile keep_upper;
 
 /* exo_carat_move(block) while this frame holds the address held; it must stay as it was
  * whatever the move did. In a frame of its own, gone after, so that no copy of held is
@@ -30,8 +32,35 @@ static __attribute__((noinline)) int move_while_held(char *block, char *held)
     return rc;
 }
 
+/* The same for two blocks in mappings of their own next to each other (glibc maps blocks
+ * of 128 KiB and more, each new mapping below the last): the lower one's end is the upper
+ * one's base minus 16, its 16-byte header. First, before any big block is freed: glibc
+ * then serves blocks that size from its heap. */
+static void mapped_neighbours(void)
+{
+    keep_upper = malloc(1 << 20);
+    keep_lower = malloc(1 << 20);
+    CHECK(keep_upper && keep_lower);
+    if (keep_lower + malloc_usable_size(keep_lower) + 16 != keep_upper) {
+        printf("move_prev_end: no two mapped blocks next to each other: not tested\n");
+    } else {
+        memset(keep_upper, 'u', 64);
+        CHECK(move_while_held(keep_upper, keep_upper - 16) == -EXO_EAGAIN);
+        CHECK(move_while_held(keep_lower, keep_upper - 16) == -EXO_EAGAIN);
+        CHECK(move_while_held(keep_lower, keep_upper - 8) == -EXO_EAGAIN);
+        void *moved;
+        CHECK(exo_carat_move(keep_upper, &moved, NULL) == 0 && moved == keep_upper);
+        CHECK(exo_carat_move(keep_lower, &moved, NULL) == 0 && moved == keep_lower);
+        CHECK(keep_upper[63] == 'u');
+    }
+    free(keep_lower);
+    free(keep_upper);
+}
+
 int main(void)
 {
+    mapped_neighbours();
+
     /* Two blocks next to each other; pairs that are not are kept, so that malloc hands out
      * another place. */
     static char *tries[64][2];
