@@ -19,9 +19,9 @@
  * patched like pointers into it, except in a thread stopped inside the C library, whose
  * malloc holds chunk addresses of its own, and where a neighbour could own the same
  * address (the block before's last word or end in the header; the block after's base
- * minus 8 or 16 at the end): the move is refused then. Any other address within DERIVED_REACH bytes of
- * the block and outside every other tracked allocation cannot be told from a pointer to the
- * neighbouring memory: a move first looks for them in every stopped thread and is refused
+ * minus 8 or 16 at the end): the move is refused then. Any other address within
+ * DERIVED_REACH bytes of the block and outside every other tracked allocation cannot be
+ * told from a pointer to the neighbouring memory: a move first looks for them in every stopped thread and is refused
  * (nothing changed) when it finds one; the mover tries again at its next tick. So is a
  * move while a thread stopped inside the C library holds an edge of the block's chunk, or
  * the next chunk's address (the block's last usable word): those are malloc's. */
@@ -137,10 +137,10 @@ static bool next_block_base_minus(const struct patch *p, uintptr_t v)
  * block looks the same (a thread's DTV, which its TLS points into): a false alarm, the
  * move is only refused. In the block's own chunk, an address the block before also owns
  * (its last word, or one past its end), or the next block's base minus 8 or 16, is no
- * one's for certain: the move is refused too. Left to the block before, a base 8 bytes before bzip2's sorting
- * array, hoisted out of its loop, kept the old address after the move, and its next range
- * guard had a length of minus 10 MB (one run in 20 at 100 moves a second). Called with
- * the runtime's lock held. */
+ * one's for certain: the move is refused too. Left to the block before, a base 8 bytes
+ * before bzip2's sorting array, hoisted out of its loop, kept the old address after the
+ * move, and its next range guard had a length of minus 10 MB (one run in 20 at 100 moves a
+ * second). Called with the runtime's lock held. */
 static bool derived_from_block(const struct patch *p, uintptr_t v)
 {
     if (in_own_chunk(p, v))              /* patched, unless in malloc or not the block's alone */

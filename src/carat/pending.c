@@ -254,7 +254,8 @@ static bool strays_reserve(void)
         if (strays[i].slot)
             *stray_at(bigger, cap, strays[i].slot) = strays[i];
     exo_carat_mem_free(strays, strays_cap * sizeof *strays);
-    exo_carat.table.bytes += (uint64_t)(cap - strays_cap) * sizeof *strays;   /* the escape map's */
+    /* counted as the escape map's memory */
+    exo_carat.table.bytes += (uint64_t)(cap - strays_cap) * sizeof *strays;
     exo_carat_alloc_table_note_peak(&exo_carat.table);
     strays = bigger;
     strays_cap = cap;
@@ -283,8 +284,9 @@ static void settle_strays(void)
     uint32_t cap = strays_cap;
     strays = NULL;
     strays_cap = nstrays = 0;
+    /* Back into strays if its block is still another thread's pending one. */
     for (uint32_t i = 0; i < cap; i++)
-        if (was[i].slot)   /* back into strays if its block is still another thread's pending one */
+        if (was[i].slot)
             exo_carat_note_escape(was[i].slot, was[i].value, false);
     exo_carat_mem_free(was, cap * sizeof *was);
     exo_carat.table.bytes -= (uint64_t)cap * sizeof *was;
