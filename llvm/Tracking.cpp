@@ -111,7 +111,7 @@ struct Runtime {
     Type *V = Type::getVoidTy(C), *P = PointerType::getUnqual(C), *I64 = Type::getInt64Ty(C);
     Alloc = M.getOrInsertFunction("exo_carat_hook_alloc", V, P, I64, P);
     Realloc = M.getOrInsertFunction("exo_carat_hook_realloc", V, P, P, I64, P);
-    ReallocBegin = M.getOrInsertFunction("exo_carat_hook_realloc_begin", V);
+    ReallocBegin = M.getOrInsertFunction("exo_carat_hook_realloc_begin", V, P);
     Free = M.getOrInsertFunction("exo_carat_hook_free", V, P);
     Global = M.getOrInsertFunction("exo_carat_hook_global", V, P, I64, P);
     StackAlloc = M.getOrInsertFunction("exo_carat_hook_stack_alloc", V, P, I64, P);
@@ -246,7 +246,8 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
   case Kind::Realloc: {
     // No move may come between realloc's copy and our hearing of it: the runtime defers
     // stops from _begin until the hook (a move waiting on it times out, never breaks).
-    IRBuilder<>(&CB).CreateCall(R.ReallocBegin, {});
+    // It also keeps other threads from tracking old's memory before the hook forgets old.
+    IRBuilder<>(&CB).CreateCall(R.ReallocBegin, {CB.getArgOperand(0)});
     IRBuilder<> B(afterCall(CB));
     B.CreateCall(R.Realloc, {CB.getArgOperand(0), &CB, sizeOf(B, CB, K.SizeArg), Site});
     C.Allocs++;
@@ -272,7 +273,7 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
     // getline(&line, &n, f) may realloc *line: old value before, new value after.
     IRBuilder<> Before(&CB);
     Value *Old = Before.CreateLoad(Before.getPtrTy(), CB.getArgOperand(0));
-    Before.CreateCall(R.ReallocBegin, {});
+    Before.CreateCall(R.ReallocBegin, {Old});
     IRBuilder<> B(afterCall(CB));
     Value *New = B.CreateLoad(B.getPtrTy(), CB.getArgOperand(0));
     B.CreateCall(R.Realloc, {Old, New, unknownSize(B), Site});
@@ -608,7 +609,8 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
     // qsort: no move while it runs (the bracket realloc uses), and its slots told again after.
     for (CallBase *CB : RearrangeCalls) {
       Instruction *After = afterCall(*CB);
-      IRBuilder<>(CB).CreateCall(R.ReallocBegin, {});
+      IRBuilder<>(CB).CreateCall(R.ReallocBegin,
+                                 {ConstantPointerNull::get(PointerType::getUnqual(CB->getContext()))});
       IRBuilder<> B(After);
       Type *I64 = B.getInt64Ty();
       Value *Len = B.CreateMul(B.CreateZExtOrTrunc(CB->getArgOperand(1), I64),

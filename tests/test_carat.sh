@@ -251,11 +251,12 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # address exo_carat_move hands back while the mover moves the same block at every tick; a
 # thread stopped in a signal handler on its alternate stack, its own stack holding the block;
 # the address of a block's last word, and one past its end, which lie in the header of the
-# block after it.
+# block after it; a block another thread's realloc had just freed, tracked and stored into
+# before that realloc's hook forgot the old block.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
-         move_pinned move_result move_altstack move_prev_end pending_blocks; do
+         move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -268,8 +269,11 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # libc whose read() the test's thread blocks in; and as that runtime is linked into the
     # program, every thread stopped in the program's code counts as in the C library, where
     # holding the block refuses the move (move_altstack's threads hold it there).
+    # realloc_window needs glibc's allocator to hand one thread the block another's realloc
+    # just freed (AddressSanitizer's keeps freed blocks in a quarantine).
     if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
-         [ $t = move_next_chunk ] || [ $t = move_altstack ]; } && [ $sanitized = yes ]; then
+         [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = realloc_window ]; } &&
+       [ $sanitized = yes ]; then
         echo "sanitizer build: $t not run"
         continue
     fi
@@ -316,12 +320,14 @@ grep -q 'call void @exo_carat_hook_shadow_init' "$dir/ics.ll" || bad "no shadow 
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
-         move_result move_altstack move_prev_end move_shadow table_stress pending_blocks; do
+         move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
+         realloc_window; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
     if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
-         [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = move_shadow ]; } &&
+         [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = move_shadow ] ||
+         [ $t = realloc_window ]; } &&
        [ $sanitized = yes ]; then
         continue
     fi

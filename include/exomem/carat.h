@@ -153,8 +153,9 @@ void exo_carat_mover_stop(void);
 
 /* An allocation of size bytes at p was made at site (NULL p: a failed allocation, ignored). */
 void exo_carat_hook_alloc(void *p, uint64_t size, const char *site);
-/* Before realloc (or getline): no move may stop this thread until exo_carat_hook_realloc. */
-void exo_carat_hook_realloc_begin(void);
+/* Before realloc(old, ...) (or getline; qsort with NULL old): no move may stop this thread,
+ * nor may another thread track a block in old's memory, until exo_carat_hook_realloc. */
+void exo_carat_hook_realloc_begin(void *old);
 /* realloc(old, size) returned p (old may be NULL; NULL p: failed, old unchanged). */
 void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site);
 /* p is about to be freed (NULL: nothing). */

@@ -65,6 +65,9 @@ struct carat_thread {
      * its first one (never, without the shadow). */
     struct carat_pending *pend;
     uint64_t allocs, frees;                /* those it counted without the lock */
+    /* The block its realloc in flight may free, [realloc_lo, realloc_hi) (realloc_hi 0:
+     * none): realloc_window.c. */
+    uintptr_t realloc_lo, realloc_hi;
 };
 _Static_assert(sizeof(struct escape_entry) == EXO_CARAT_ABI_ENTRY_BYTES &&
                    offsetof(struct escape_entry, slot) == EXO_CARAT_ABI_ENTRY_SLOT &&
@@ -167,6 +170,20 @@ static inline void carat_leave(void)
     if (__builtin_expect(exo_carat_tls.park_pending && !exo_carat_tls.in_runtime, 0))
         exo_carat_park_self();
 }
+
+/* ---- reallocs in flight (realloc_window.c) ---- */
+
+/* Once, at the runtime's set-up: a forked child forgets the other threads' ranges. */
+void exo_carat_realloc_window_init(void);
+/* The calling thread is about to realloc old (NULL: nothing to publish): until
+ * exo_carat_realloc_close, no other thread tracks a block in old's memory. */
+void exo_carat_realloc_open(void *old);
+/* The calling thread's hook has forgotten what realloc freed: others may track it now.
+ * Nothing if it published nothing. */
+void exo_carat_realloc_close(void);
+/* The heap block [p, p + size) is about to be tracked: wait while another thread's realloc
+ * that freed its memory has not closed (lock not held). One load when none is open. */
+void exo_carat_realloc_wait(uintptr_t p, uint64_t size);
 
 /* ---- pending allocations (pending.c) ---- */
 

@@ -65,6 +65,7 @@ void exo_carat_init(void)
     if (!atomic_load(&exo_carat_ready)) {
         pthread_key_create(&thread_key, thread_gone);
         exo_carat_world_install();
+        exo_carat_realloc_window_init();
         atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
         exo_carat_mover_autostart();
         exo_carat_report_at_exit();
@@ -392,6 +393,8 @@ static void track(void *p, uint64_t size, int kind, const char *site)
     if (!p)
         return;
     carat_ensure_init();
+    if (kind == EXO_CARAT_HEAP)   /* its memory may be what another thread's realloc freed */
+        exo_carat_realloc_wait((uintptr_t)p, size);
     carat_enter();
     if (kind == EXO_CARAT_HEAP && exo_carat_pending_track((uintptr_t)p, size, site)) {
         carat_leave();
@@ -448,10 +451,11 @@ EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
         track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
 }
 
-EXO_API void exo_carat_hook_realloc_begin(void)
+EXO_API void exo_carat_hook_realloc_begin(void *old)
 {
     carat_ensure_init();
     carat_enter();   /* left at the end of exo_carat_hook_realloc */
+    exo_carat_realloc_open(old);   /* closed there too, once old is forgotten */
 }
 
 EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site)
@@ -500,6 +504,7 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
             }
         }
     }
+    exo_carat_realloc_close();   /* old's memory is no longer ours: others may track it */
     carat_leave();   /* the bracket exo_carat_hook_realloc_begin opened */
 }
 
