@@ -151,7 +151,9 @@ void exo_carat_mover_stop(void);
 
 /* ---- the plugin's calls (not for hand-written code) ---- */
 
-/* An allocation of size bytes at p was made at site (NULL p: a failed allocation, ignored). */
+/* An allocation of size bytes at p was made at site (NULL p: a failed allocation, ignored).
+ * Waits (yielding) while another thread's realloc that freed p's memory is still before
+ * the end of its hook. */
 void exo_carat_hook_alloc(void *p, uint64_t size, const char *site);
 /* Before realloc(old, ...) (or getline; qsort with NULL old): no move may stop this thread,
  * nor may another thread track a block in old's memory, until exo_carat_hook_realloc. */
