@@ -10,7 +10,7 @@
  * have run) and checks that its block is still known with its base, and, with the shadow,
  * that the pointer's shadow word is still there. It runs until 1,000 of its blocks were
  * ones the other thread had just freed, or 10 seconds. Before the fix, with the escape
- * log, 1-8% of those blocks were lost, and with the shadow a shadow word in 2 runs of 3.
+ * log, 1.4-8.5% of those blocks were lost, and with the shadow shadow words in 2 runs of 3.
  * Built with -I src (the shadow's word is read through the runtime's header). */
 #include "carat/shadow.h"
 #include "carat_check.h"
