@@ -252,11 +252,13 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # thread stopped in a signal handler on its alternate stack, its own stack holding the block;
 # the address of a block's last word, and one past its end, which lie in the header of the
 # block after it; a block another thread's realloc had just freed, tracked and stored into
-# before that realloc's hook forgot the old block.
+# before that realloc's hook forgot the old block; children of a multi-threaded process
+# that fork and exec.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
-         move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window; do
+         move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window \
+         fork_exec; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -321,7 +323,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
          move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
-         realloc_window; do
+         realloc_window fork_exec; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).

@@ -24,12 +24,13 @@
 static _Alignas(64) _Atomic uint32_t open_count;
 static char open_count_pad[64 - sizeof(uint32_t)] __attribute__((unused));
 
+/* The threads that had a range published do not exist in a forked child: nothing of
+ * theirs will ever be closed there, and no thread waits for them. Only the count is reset:
+ * the thread records are the runtime's memory, which a child does not inherit (mapped
+ * MADV_DONTFORK, carat_mem.c), and touching them here crashed every child a multi-threaded
+ * parent forked, even one about to exec (SQLite's multi-client tests). */
 static void forget_all_in_child(void)
 {
-    /* The threads that had a range published do not exist in a forked child: nothing of
-     * theirs will ever be closed there. */
-    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        __atomic_store_n(&t->realloc_hi, 0, __ATOMIC_RELAXED);
     atomic_store_explicit(&open_count, 0, memory_order_relaxed);
 }
 
