@@ -258,7 +258,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
          move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window \
-         fork_exec; do
+         fork_child; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -323,7 +323,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
          move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
-         realloc_window fork_exec; do
+         realloc_window fork_child; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).

@@ -173,8 +173,11 @@ static inline void carat_leave(void)
 
 /* ---- reallocs in flight (realloc_window.c) ---- */
 
-/* Once, at the runtime's set-up: a forked child forgets the other threads' ranges. */
-void exo_carat_realloc_window_init(void);
+/* In a forked child (lock held): the other threads' ranges are dropped (they do not exist
+ * there, and would never close). */
+void exo_carat_realloc_forget_all(void);
+/* Once, at the runtime's set-up: fork handlers (fork.c). */
+void exo_carat_fork_init(void);
 /* The calling thread is about to realloc old (NULL: nothing to publish): until
  * exo_carat_realloc_close, no other thread tracks a block in old's memory. */
 void exo_carat_realloc_open(void *old);

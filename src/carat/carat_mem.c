@@ -1,7 +1,8 @@
 /* Power-of-two size classes from 16 bytes to 64 KiB, carved from 1 MiB chunks mapped from
  * the kernel; bigger blocks are mappings of their own. Freed blocks go back to their
  * class, newest first (memory is reused, never returned: the tables of a tracked program
- * shrink rarely). */
+ * shrink rarely). A forked child gets a copy, as it does of the heap these tables describe
+ * (fork.c); the pager's memory is not inherited, this is. */
 #include "carat/carat_mem.h"
 #include "os/os.h"
 
@@ -38,7 +39,7 @@ static bool push_freed(unsigned s, void *p)
     if (depth[s] == room[s]) {
         size_t more = room[s] ? 2 * room[s] : 4096 / sizeof(void *);
         uint64_t addr;
-        if (exo_os_map_anon(more * sizeof(void *), false, &addr))
+        if (exo_os_map_anon_inherited(more * sizeof(void *), &addr))
             return false;
         void **bigger = (void **)(uintptr_t)addr;
         if (depth[s])
@@ -65,7 +66,7 @@ void *exo_carat_mem_alloc(size_t n)
     unsigned s = class_of(n ? n : 1);
     if (s > MAX_SHIFT) {
         uint64_t addr;
-        if (exo_os_map_anon(LEAD + ((n + 4095) & ~(size_t)4095), false, &addr))
+        if (exo_os_map_anon_inherited(LEAD + ((n + 4095) & ~(size_t)4095), &addr))
             return NULL;
         return (void *)(uintptr_t)(addr + LEAD);   /* fresh anonymous memory is zero */
     }
@@ -87,7 +88,7 @@ void *exo_carat_mem_alloc(size_t n)
     uintptr_t at = ((uintptr_t)chunk_next + line - 1) & ~(line - 1);
     if (!chunk_next || at + bytes > (uintptr_t)chunk_end) {
         uint64_t addr;
-        if (exo_os_map_anon(CHUNK, false, &addr))
+        if (exo_os_map_anon_inherited(CHUNK, &addr))
             return NULL;
         chunk_next = (char *)(uintptr_t)(addr + LEAD);   /* the old chunk's tail is left unused */
         chunk_end = (char *)(uintptr_t)(addr + CHUNK);

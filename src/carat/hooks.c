@@ -65,7 +65,7 @@ void exo_carat_init(void)
     if (!atomic_load(&exo_carat_ready)) {
         pthread_key_create(&thread_key, thread_gone);
         exo_carat_world_install();
-        exo_carat_realloc_window_init();
+        exo_carat_fork_init();
         atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
         exo_carat_mover_autostart();
         exo_carat_report_at_exit();

@@ -21,22 +21,17 @@
 
 /* How many threads have a range published (their struct carat_thread's realloc_lo/hi). A
  * line of its own: every realloc of a block writes it, every allocation reads it. */
-static _Alignas(64) _Atomic uint32_t open_count;
-static char open_count_pad[64 - sizeof(uint32_t)] __attribute__((unused));
+static struct {
+    _Alignas(64) _Atomic uint32_t n;
+    char pad[64 - sizeof(uint32_t)];
+} open_count;
 
-/* The threads that had a range published do not exist in a forked child: nothing of
- * theirs will ever be closed there, and no thread waits for them. Only the count is reset:
- * the thread records are the runtime's memory, which a child does not inherit (mapped
- * MADV_DONTFORK, carat_mem.c), and touching them here crashed every child a multi-threaded
- * parent forked, even one about to exec (SQLite's multi-client tests). */
-static void forget_all_in_child(void)
+void exo_carat_realloc_forget_all(void)
 {
-    atomic_store_explicit(&open_count, 0, memory_order_relaxed);
-}
-
-void exo_carat_realloc_window_init(void)
-{
-    pthread_atfork(NULL, NULL, forget_all_in_child);
+    for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
+        if (t != exo_carat_tls.thread)
+            __atomic_store_n(&t->realloc_hi, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(&open_count.n, 0, memory_order_relaxed);
 }
 
 void exo_carat_realloc_open(void *old)
@@ -54,7 +49,7 @@ void exo_carat_realloc_open(void *old)
     __atomic_store_n(&t->realloc_hi, lo + malloc_usable_size(old), __ATOMIC_RELAXED);
     /* Before the call that frees old: a thread that gets its memory from malloc (after
      * this, through the C library's own locks) sees the count. */
-    atomic_fetch_add_explicit(&open_count, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&open_count.n, 1, memory_order_seq_cst);
 }
 
 void exo_carat_realloc_close(void)
@@ -64,7 +59,7 @@ void exo_carat_realloc_close(void)
         return;
     /* After the hook's work on old (its record and its shadow) is done and visible. */
     __atomic_store_n(&t->realloc_hi, 0, __ATOMIC_RELEASE);
-    atomic_fetch_sub_explicit(&open_count, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&open_count.n, 1, memory_order_release);
 }
 
 /* Does another thread have a published range overlapping [p, p + size)? Lock held. */
@@ -82,7 +77,7 @@ static bool overlaps_open(const struct carat_thread *self, uintptr_t p, uint64_t
 
 void exo_carat_realloc_wait(uintptr_t p, uint64_t size)
 {
-    if (__builtin_expect(!atomic_load_explicit(&open_count, memory_order_acquire), 1))
+    if (__builtin_expect(!atomic_load_explicit(&open_count.n, memory_order_acquire), 1))
         return;
     const struct carat_thread *self = exo_carat_tls.thread;
     for (;;) {

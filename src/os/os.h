@@ -125,6 +125,9 @@ int exo_os_protect(uint64_t addr, uint64_t len, int access);
  * and not inherited by a child (MADV_DONTFORK): for memory whose pages a pager fills.
  * huge_2m: of 2 MiB hugetlb pages (MAP_HUGETLB), taken from the pool as they are filled. */
 int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr);
+/* Private anonymous read-write memory of len bytes anywhere (MAP_NORESERVE) that a forked
+ * child gets a copy of, as it does of the heap: for a runtime's records of the heap. */
+int exo_os_map_anon_inherited(uint64_t len, uint64_t *addr);
 /* exo_os_map_anon() at exactly addr, over what is there (the caller's reservation). */
 int exo_os_map_anon_fixed(uint64_t addr, uint64_t len, bool huge_2m);
 

@@ -131,7 +131,8 @@ int exo_os_protect(uint64_t addr, uint64_t len, int access)
     return 0;
 }
 
-int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr)
+/* exo_os_map_anon, and when inherited, a mapping a forked child gets a copy of. */
+static int map_anon(uint64_t len, bool huge_2m, bool inherited, uint64_t *addr)
 {
     if (exo_os_fault(EXO_FAULT_MAP))
         return -exo_os_code(errno);
@@ -143,13 +144,23 @@ int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr)
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (p == MAP_FAILED)
         return -exo_os_code(errno);
-    if (madvise(p, len, MADV_DONTFORK) != 0) {
+    if (!inherited && madvise(p, len, MADV_DONTFORK) != 0) {
         int e = errno;
         munmap(p, len);
         return -exo_os_code(e);
     }
     *addr = (uint64_t)(uintptr_t)p;
     return 0;
+}
+
+int exo_os_map_anon(uint64_t len, bool huge_2m, uint64_t *addr)
+{
+    return map_anon(len, huge_2m, false, addr);
+}
+
+int exo_os_map_anon_inherited(uint64_t len, uint64_t *addr)
+{
+    return map_anon(len, false, true, addr);
 }
 
 int exo_os_map_anon_fixed(uint64_t addr, uint64_t len, bool huge_2m)
