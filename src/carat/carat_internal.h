@@ -176,6 +176,11 @@ static inline void carat_leave(void)
 /* In a forked child (lock held): the other threads' ranges are dropped (they do not exist
  * there, and would never close). */
 void exo_carat_realloc_forget_all(void);
+/* The mover's part of a fork (mover.c): before it, no move in progress or asked for; in
+ * the child, no mover thread (started again by the child's first move or its own rate). */
+void exo_carat_mover_fork_prepare(void);
+void exo_carat_mover_fork_parent(void);
+void exo_carat_mover_fork_child(void);
 /* Once, at the runtime's set-up: fork handlers (fork.c). */
 void exo_carat_fork_init(void);
 /* The calling thread is about to realloc old (NULL: nothing to publish): until

@@ -186,6 +186,29 @@ static int request_move(const void *addr, void **new_base, struct exo_carat_move
     return rc;
 }
 
+void exo_carat_mover_fork_prepare(void)
+{
+    pthread_mutex_lock(&one_move);   /* no move asked for, nor one's result unread */
+    pthread_mutex_lock(&mv.lock);
+}
+
+void exo_carat_mover_fork_parent(void)
+{
+    pthread_mutex_unlock(&mv.lock);
+    pthread_mutex_unlock(&one_move);
+}
+
+void exo_carat_mover_fork_child(void)
+{
+    /* The thread is the parent's: the child starts one of its own at its first move. */
+    mv.running = mv.stopping = mv.pending = mv.finished = false;
+    mv.rate = 0;
+    pthread_cond_init(&mv.wake, NULL);
+    pthread_cond_init(&mv.done, NULL);
+    pthread_mutex_unlock(&mv.lock);
+    pthread_mutex_unlock(&one_move);
+}
+
 EXO_API int exo_carat_mover_start(double rate)
 {
     if (!(rate >= 1 && rate <= 1e6))

@@ -7,7 +7,8 @@
  *   allocate blocks, realloc, store pointers, and move a block the parent made, whose
  *   pointers (stored before the fork, and in the child) must lead to the copy. The
  *   runtime's memory was not inherited (MADV_DONTFORK), and such a child died at its first
- *   allocation.
+ *   allocation. The parent has moved a block first, so its mover thread runs: each child
+ *   starts one of its own.
  * Built with -I src (the move's error text). */
 #include "carat_check.h"
 
@@ -115,6 +116,10 @@ int main(void)
             blocks[i][j] = i;
         holders[i][0] = blocks[i] + 2;
     }
+    /* A move first: the parent's mover thread runs (a child has none of its own). */
+    void *moved;
+    CHECK(exo_carat_move(blocks[BLOCKS - 1], &moved, NULL) == 0);
+    CHECK(holders[BLOCKS - 1][0] == (long *)moved + 2);
     pthread_t th;
     CHECK(pthread_create(&th, NULL, churner, NULL) == 0);
     run_children(false, 50);
