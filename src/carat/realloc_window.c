@@ -20,7 +20,8 @@
 #include <sys/single_threaded.h>
 
 /* How many threads have a range published (their struct carat_thread's realloc_lo/hi). A
- * line of its own: every realloc of a block writes it, every allocation reads it. */
+ * line of its own: every realloc of a block in a process with threads writes it, every
+ * allocation reads it. */
 static struct {
     _Alignas(64) _Atomic uint32_t n;
     char pad[64 - sizeof(uint32_t)];
