@@ -173,16 +173,6 @@ static inline void carat_leave(void)
 
 /* ---- reallocs in flight (realloc_window.c) ---- */
 
-/* In a forked child (lock held): the other threads' ranges are dropped (they do not exist
- * there, and would never close). */
-void exo_carat_realloc_forget_all(void);
-/* The mover's part of a fork (mover.c): before it, no move in progress or asked for; in
- * the child, no mover thread (started again by the child's first move or its own rate). */
-void exo_carat_mover_fork_prepare(void);
-void exo_carat_mover_fork_parent(void);
-void exo_carat_mover_fork_child(void);
-/* Once, at the runtime's set-up: fork handlers (fork.c). */
-void exo_carat_fork_init(void);
 /* The calling thread is about to realloc old (NULL: nothing to publish): until
  * exo_carat_realloc_close, no other thread tracks a block in old's memory. */
 void exo_carat_realloc_open(void *old);
@@ -192,6 +182,20 @@ void exo_carat_realloc_close(void);
 /* The heap block [p, p + size) is about to be tracked: wait while another thread's realloc
  * that freed its memory has not closed (lock not held). One load when none is open. */
 void exo_carat_realloc_wait(uintptr_t p, uint64_t size);
+/* In a forked child (lock held): every range is dropped. The threads that published them
+ * do not exist there and would never close them; the forking thread had none open (it is
+ * not inside a realloc). */
+void exo_carat_realloc_forget_all(void);
+
+/* ---- fork (fork.c, mover.c) ---- */
+
+/* Once, at the runtime's set-up: the fork handlers. */
+void exo_carat_fork_init(void);
+/* The mover's part of a fork: before it, no move in progress or asked for; in the child,
+ * no mover thread (started again by the child's first move or its own rate). */
+void exo_carat_mover_fork_prepare(void);
+void exo_carat_mover_fork_parent(void);
+void exo_carat_mover_fork_child(void);
 
 /* ---- pending allocations (pending.c) ---- */
 

@@ -30,8 +30,7 @@ static struct {
 void exo_carat_realloc_forget_all(void)
 {
     for (struct carat_thread *t = exo_carat.threads; t; t = t->next)
-        if (t != exo_carat_tls.thread)
-            __atomic_store_n(&t->realloc_hi, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->realloc_hi, 0, __ATOMIC_RELAXED);
     atomic_store_explicit(&open_count.n, 0, memory_order_relaxed);
 }
 
