@@ -8,8 +8,7 @@
  *   pointers (stored before the fork, and in the child) must lead to the copy. The
  *   runtime's memory was not inherited (MADV_DONTFORK), and such a child died at its first
  *   allocation. The parent has moved a block first, so its mover thread runs: each child
- *   starts one of its own.
- * Built with -I src (the move's error text). */
+ *   starts one of its own. */
 #include "carat_check.h"
 
 #include <exomem/carat.h>
