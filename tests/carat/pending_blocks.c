@@ -193,7 +193,9 @@ static _Atomic int stray_round, stray_taken;   /* the round published, and taken
 static _Atomic int stray_done;
 
 /* STRAY_ROUNDS blocks made, published in stray_current, and freed as soon as the main
- * thread has taken the pointer (with_stores), as its store of it begins. */
+ * thread has taken the pointer (with_stores), as its store of it begins. Both sides yield
+ * while they wait: with both threads on one processor (a loaded machine), a hand-over by
+ * spinning alone took a time slice each, and 100,000 of them did not end in two minutes. */
 static void stray_rounds(bool with_stores)
 {
     for (int i = 0; i < STRAY_ROUNDS; i++) {
@@ -202,7 +204,7 @@ static void stray_rounds(bool with_stores)
         atomic_store(&stray_current, p);
         atomic_store(&stray_round, i + 1);
         while (with_stores && atomic_load(&stray_taken) != i + 1)
-            ;
+            exo_os_yield();   /* on one processor, spinning would wait out a time slice */
         atomic_store(&stray_current, NULL);
         free(p);
     }
@@ -262,6 +264,8 @@ static void strays(void)
             odd->to = p;
             __asm__ volatile("" : : "r"(odd) : "memory");   /* each store made, not only the last */
             stores++;
+        } else {
+            exo_os_yield();
         }
     }
     CHECK(pthread_join(t, NULL) == 0);
