@@ -37,6 +37,9 @@
 #include <string.h>
 #include <cpuid.h>
 #include <ucontext.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 /* Can the 8 bytes at slot be read and written, as the program's? Inside a live tracked
  * allocation they can. A slot that lay in one when the runtime heard of
@@ -748,6 +751,12 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
             patch_thread(&p, &parked[i]);
     patch_partial_entries(&p);
     uint64_t t4 = exo_os_now_ns();
+#if defined(__SANITIZE_ADDRESS__)
+    /* AddressSanitizer poisons bytes of a live block that only the C++ runtime reads (the
+     * element count in front of an array that new[] made): they are the block's, and go
+     * with it. The old block is freed below. */
+    __asan_unpoison_memory_region((void *)base, span);
+#endif
     memcpy(dest, (void *)base, span);
     /* The copy may have a few usable bytes more than span (a bigger chunk was the best
      * fit): the program may ask malloc and use them, so they are the block's too. */
