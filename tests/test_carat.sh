@@ -351,6 +351,19 @@ if [ $sanitized = no ]; then
         bad "move_shadow failed when mincore failed"
 fi
 
+# C++ through exomem-c++: every form of operator new and delete counted, the landing pad's
+# delete after a constructor throws, and moves of blocks new made (an array with its
+# element count in front among them), in both escape modes. A move frees the old block
+# with free() and makes the copy with malloc, as glibc's operator new does: under the
+# sanitizers, AddressSanitizer's check that new is paired with delete is off for it.
+for parts in track,escapes track,shadow; do
+    out="$dir/cxx_new_${parts#track,}"
+    EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra \
+        "$src/tests/carat/cxx_new.cpp" -o "$out" -lpthread || bad "cxx_new.cpp ($parts) did not build"
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}alloc_dealloc_mismatch=0 timeout 120 "$out" \
+        >/dev/null || bad "cxx_new failed with $parts"
+done
+
 # A tracked, guarded shared library (-fPIC: the runtime's globals through the GOT) loaded
 # by a program built with exomem-cc, PIE and not (its own code addresses them directly):
 # the library's escape is patched by a move, and its guarded reads find the block. The
