@@ -261,9 +261,6 @@ void exo_os_futex_wake_all(const uint32_t *word);
  * mapping, so a thread's stack is one range), read from /proc/self/maps into buf. Returns how many pairs, -EXO_ENOSPC
  * when more than max or buf is too small, or another -EXO_ code. */
 int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len);
-/* The executable segment [*lo, *hi) of the loaded object (program or shared library) whose
- * code holds address code (dl_iterate_phdr). -EXO_ENOENT if none does. */
-int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi);
 /* Read n words of this process's memory at addr[i] into word[i] without touching them
  * directly (process_vm_readv): ok[i] says whether addr[i] could be read; an unmapped word
  * is not a crash. 0, or a negative code when the kernel refuses the call altogether (the
@@ -284,6 +281,17 @@ int exo_os_thread_stack(uintptr_t *lo, uintptr_t *hi);
 uint64_t exo_os_hugetlbfs_page_size(const char *path);
 /* Find a mounted hugetlbfs with the given page size; writes its path. */
 int exo_os_find_hugetlbfs(uint64_t page_size, char *path, size_t path_len);
+
+/* --- the dynamic loader (os_loader.c) --- */
+
+/* The executable segment [*lo, *hi) of the loaded object (program or shared library) whose
+ * code holds address code (dl_iterate_phdr). -EXO_ENOENT if none does. Thread-safe. */
+int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi);
+/* The file name of the object (the program's path, or a shared library's as loaded) that
+ * defines symbol as the dynamic linker binds it for the program (dlsym with RTLD_DEFAULT),
+ * into path (len bytes, cut to fit). -EXO_ENOENT if no loaded object exports it.
+ * Thread-safe; takes the loader's lock, and may call malloc. */
+int exo_os_symbol_object(const char *symbol, char *path, size_t len);
 
 /* --- huge page pools --- */
 

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -120,38 +119,6 @@ int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len
         n++;
     }
     return n;
-}
-
-struct code_search {
-    uintptr_t addr, lo, hi;
-};
-
-static int find_code_segment(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct code_search *c = arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-            continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (c->addr >= lo && c->addr < hi) {
-            c->lo = lo;
-            c->hi = hi;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int exo_os_code_segment(const void *code, uintptr_t *lo, uintptr_t *hi)
-{
-    struct code_search c = { (uintptr_t)code, 0, 0 };
-    if (!dl_iterate_phdr(find_code_segment, &c))
-        return -EXO_ENOENT;
-    *lo = c.lo;
-    *hi = c.hi;
-    return 0;
 }
 
 int exo_os_thread_stack(uintptr_t *lo, uintptr_t *hi)
