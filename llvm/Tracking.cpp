@@ -92,7 +92,7 @@ bool isRearrangeCall(const CallBase &CB) {
 }
 
 struct Runtime {
-  FunctionCallee Alloc, Realloc, ReallocBegin, Free, Global, StackAlloc, StackRelease, Escape,
+  FunctionCallee Alloc, AllocNew, Realloc, ReallocBegin, Free, FreeDelete, Global, StackAlloc, StackRelease, Escape,
       Copy, Rearranged, Pin, ShadowInit;
   // What the inline code reads and writes (carat_abi.h): the runtime's state, which starts
   // with the table's bounds; the thread's exo_carat_tls; a constant log length that says
@@ -110,9 +110,11 @@ struct Runtime {
     Full = nullptr;   // made with the first inline append
     Type *V = Type::getVoidTy(C), *P = PointerType::getUnqual(C), *I64 = Type::getInt64Ty(C);
     Alloc = M.getOrInsertFunction("exo_carat_hook_alloc", V, P, I64, P);
+    AllocNew = M.getOrInsertFunction("exo_carat_hook_alloc_new", V, P, I64, P);
     Realloc = M.getOrInsertFunction("exo_carat_hook_realloc", V, P, P, I64, P);
     ReallocBegin = M.getOrInsertFunction("exo_carat_hook_realloc_begin", V, P);
     Free = M.getOrInsertFunction("exo_carat_hook_free", V, P);
+    FreeDelete = M.getOrInsertFunction("exo_carat_hook_delete", V, P);
     Global = M.getOrInsertFunction("exo_carat_hook_global", V, P, I64, P);
     StackAlloc = M.getOrInsertFunction("exo_carat_hook_stack_alloc", V, P, I64, P);
     StackRelease = M.getOrInsertFunction("exo_carat_hook_stack_release", V, P, I64);
@@ -239,7 +241,10 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
   switch (K.K) {
   case Kind::Alloc: {
     IRBuilder<> B(afterCall(CB));
-    B.CreateCall(R.Alloc, {&CB, sizeOf(B, CB, K.SizeArg), Site});
+    // operator new (every form is mangled _Zn...): its own hook, as the program may have
+    // replaced it with an allocator whose blocks free cannot take (src/carat/cxx_new.c).
+    bool New = StringRef(K.Name).starts_with("_Zn");
+    B.CreateCall(New ? R.AllocNew : R.Alloc, {&CB, sizeOf(B, CB, K.SizeArg), Site});
     C.Allocs++;
     break;
   }
@@ -255,7 +260,9 @@ void trackCall(Module &M, Runtime &R, CallBase &CB, const KnownFn &K, TrackCount
   }
   case Kind::Free: {
     IRBuilder<> B(&CB);
-    B.CreateCall(R.Free, {CB.getArgOperand(0)});
+    // operator delete (_Zd...): its own hook, paired with operator new's.
+    bool Delete = StringRef(K.Name).starts_with("_Zd");
+    B.CreateCall(Delete ? R.FreeDelete : R.Free, {CB.getArgOperand(0)});
     C.Frees++;
     break;
   }

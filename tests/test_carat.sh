@@ -362,6 +362,18 @@ for parts in track,escapes track,shadow; do
         "$src/tests/carat/cxx_new.cpp" -o "$out" -lpthread || bad "cxx_new.cpp ($parts) did not build"
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}alloc_dealloc_mismatch=0 timeout 120 "$out" \
         >/dev/null || bad "cxx_new failed with $parts"
+    # A program's own operator new: a pool whose blocks free() cannot take (not tracked,
+    # never moved), and one over malloc with a header (the malloc inside it tracked). Not
+    # under the sanitizers: their operator new and malloc are both in the program, and the
+    # runtime takes a replacement there for the sanitizer's (docs/carat.md, "C++").
+    [ $sanitized = yes ] && continue
+    for replacement in POOL HEADER; do
+        out="$dir/cxx_new_replaced_${replacement}_${parts#track,}"
+        EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra -D$replacement \
+            "$src/tests/carat/cxx_new_replaced.cpp" -o "$out" -lpthread ||
+            bad "cxx_new_replaced.cpp ($replacement, $parts) did not build"
+        timeout 120 "$out" >/dev/null || bad "cxx_new_replaced ($replacement) failed with $parts"
+    done
 done
 
 # A tracked, guarded shared library (-fPIC: the runtime's globals through the GOT) loaded

@@ -155,6 +155,10 @@ void exo_carat_mover_stop(void);
  * Waits (yielding) while another thread's realloc that freed p's memory is still before
  * the end of its hook. */
 void exo_carat_hook_alloc(void *p, uint64_t size, const char *site);
+/* The same for C++'s operator new (every form): tracked only when that operator new gives
+ * malloc's blocks (the C++ library's, or one defined by the allocator that defines malloc),
+ * not when the program replaced it with its own (docs/carat.md, "C++"). */
+void exo_carat_hook_alloc_new(void *p, uint64_t size, const char *site);
 /* Before realloc(old, ...) (or getline; qsort with NULL old): no move may stop this thread,
  * nor may another thread track a block in old's memory, until exo_carat_hook_realloc. */
 void exo_carat_hook_realloc_begin(void *old);
@@ -162,6 +166,9 @@ void exo_carat_hook_realloc_begin(void *old);
 void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const char *site);
 /* p is about to be freed (NULL: nothing). */
 void exo_carat_hook_free(void *p);
+/* The same for C++'s operator delete (every form), paired with exo_carat_hook_alloc_new:
+ * nothing when the program replaced operator new. */
+void exo_carat_hook_delete(void *p);
 /* A global of size bytes at p (module constructors, before main). */
 void exo_carat_hook_global(void *p, uint64_t size, const char *name);
 /* A stack object whose address escapes: made at function entry, gone at return. */

@@ -197,6 +197,15 @@ void exo_carat_mover_fork_prepare(void);
 void exo_carat_mover_fork_parent(void);
 void exo_carat_mover_fork_child(void);
 
+/* ---- C++'s operator new (cxx_new.c) ---- */
+
+/* Whether the operator new the program calls gives malloc's blocks (the C++ library's, or
+ * one defined with malloc by the same object): only then are the blocks of the new
+ * family's call sites tracked, as a move frees with free. Set once, at the runtime's
+ * set-up (exo_carat_cxx_new_init, which asks the dynamic loader and may call malloc). */
+extern bool exo_carat_cxx_new_is_malloc;
+void exo_carat_cxx_new_init(void);
+
 /* ---- pending allocations (pending.c) ---- */
 
 /* The calling thread's record (its escape log), registered on first use (lock not held);

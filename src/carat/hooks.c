@@ -66,6 +66,7 @@ void exo_carat_init(void)
         pthread_key_create(&thread_key, thread_gone);
         exo_carat_world_install();
         exo_carat_fork_init();
+        exo_carat_cxx_new_init();
         atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
         exo_carat_mover_autostart();
         exo_carat_report_at_exit();
@@ -451,6 +452,13 @@ EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
         track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
 }
 
+EXO_API void exo_carat_hook_alloc_new(void *p, uint64_t size, const char *site)
+{
+    carat_ensure_init();   /* which operator new this is: known from then on */
+    if (p && exo_carat_cxx_new_is_malloc)
+        track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
+}
+
 EXO_API void exo_carat_hook_realloc_begin(void *old)
 {
     carat_ensure_init();
@@ -511,6 +519,13 @@ EXO_API void exo_carat_hook_realloc(void *old, void *p, uint64_t size, const cha
 EXO_API void exo_carat_hook_free(void *p)
 {
     untrack(p, false);
+}
+
+EXO_API void exo_carat_hook_delete(void *p)
+{
+    carat_ensure_init();
+    if (exo_carat_cxx_new_is_malloc)   /* else a replacement's: new did not track it */
+        untrack(p, false);
 }
 
 EXO_API void exo_carat_hook_global(void *p, uint64_t size, const char *name)

@@ -15,6 +15,7 @@
 #include <exomem/carat.h>
 #include <exomem/error.h>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
