@@ -351,9 +351,9 @@ if [ $sanitized = no ]; then
         bad "move_shadow failed when mincore failed"
 fi
 
-# C++ through exomem-c++: every form of operator new and delete counted, the landing pad's
-# delete after a constructor throws, and moves of blocks new made (an array with its
-# element count in front among them), in both escape modes. A move frees the old block
+# C++ through exomem-c++, in both escape modes: every form of operator new and delete
+# counted, the landing pad's delete after a constructor throws, and moves of blocks new made
+# (an array with its element count in front among them). A move frees the old block
 # with free() and makes the copy with malloc, as glibc's operator new does: under the
 # sanitizers, AddressSanitizer's check that new is paired with delete is off for it.
 for parts in track,escapes track,shadow; do
@@ -362,6 +362,12 @@ for parts in track,escapes track,shadow; do
         "$src/tests/carat/cxx_new.cpp" -o "$out" -lpthread || bad "cxx_new.cpp ($parts) did not build"
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}alloc_dealloc_mismatch=0 timeout 120 "$out" \
         >/dev/null || bad "cxx_new failed with $parts"
+    # Exceptions through instrumented frames, and moves after each.
+    out="$dir/cxx_exceptions_${parts#track,}"
+    EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra \
+        "$src/tests/carat/cxx_exceptions.cpp" -o "$out" -lpthread ||
+        bad "cxx_exceptions.cpp ($parts) did not build"
+    timeout 120 "$out" >/dev/null || bad "cxx_exceptions failed with $parts"
     # A program's own operator new: a pool whose blocks free() cannot take (not tracked,
     # never moved), and one over malloc with a header (the malloc inside it tracked). Not
     # under the sanitizers: their operator new and malloc are both in the program, and the

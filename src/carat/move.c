@@ -500,7 +500,13 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
  * should put the next try at the right address (where malloc carves the next chunk from
  * the same free space). NULL: no memory, or (*refused set) no fitting block in a few
  * tries. */
-#define COPY_TRIES 64          /* for small blocks, which come from free lists in any order */
+/* For small blocks, which come from free lists in any order. The tries that do not fit
+ * are held until the end, so each takes the next free block of the size: after many
+ * moves, or frees of moved blocks, the mover thread's arena holds hundreds, and with 64
+ * tries a C++ program whose exceptions left blocks live between moves had moves of a
+ * 64-byte block refused at every try (tests/carat/cxx_exceptions.cpp). A try costs a
+ * malloc and a free, before the world stops. */
+#define COPY_TRIES 256
 #define COPY_TRIES_BIG 16      /* for blocks of COPY_BIG bytes or more, carved one by one */
 #define COPY_BIG (64u << 10)
 #define KEEP_LOW 256
