@@ -197,6 +197,16 @@ void exo_carat_mover_fork_prepare(void);
 void exo_carat_mover_fork_parent(void);
 void exo_carat_mover_fork_child(void);
 
+/* ---- where a move's copy goes (copy_place.c) ---- */
+
+/* A move's copy keeps the block's address modulo this at least (and its alignment). */
+#define EXO_CARAT_COPY_KEEP_LOW 256
+/* A malloc'd block for the copy of the span bytes at base (aligned to align): the same
+ * address modulo max(align, EXO_CARAT_COPY_KEEP_LOW) and the same usable size where the
+ * heap allows. NULL: out of memory, or (*refused set) no fitting block could be had. Not
+ * with the world stopped (it calls malloc); no lock needed. */
+void *exo_carat_copy_place(uintptr_t base, uintptr_t align, uintptr_t span, bool *refused);
+
 /* ---- C++'s operator new (cxx_new.c) ---- */
 
 /* Whether the operator new the program calls gives malloc's blocks (the C++ library's, or

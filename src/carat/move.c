@@ -482,92 +482,6 @@ static void rekey_inner_slots(struct alloc *a, struct patch *p)
     } while (nmoved == 64);
 }
 
-/* The block the copy goes to. Three things the program may see are kept:
- *  - The low bits of its address: the block's own alignment, and at least the low byte,
- *    so that the move's offset leaves the low byte of every patched word as it was. Stack
- *    slots and registers are patched conservatively, and compilers reuse them for narrower
- *    data: a byte flag stored over the low byte of a stale pointer into the block leaves a
- *    word that still points into it (SQLite's selectExpander keeps a bool in a spill slot
- *    that held a pointer before, and setcc writes only a register's low byte); patched,
- *    the flag must still read the same. Blocks of KEEP_LOW2_FROM bytes or more are given
- *    the same address modulo 64 KiB if the heap allows (a 16-bit value over the low half
- *    of a stale pointer into such a block points into it too, most of the time).
- *  - Its usable size if glibc gives one, which programs read (SQLite counts its memory in
- *    use by it: copies a few bytes bigger left the count at -32 bytes at the end of its
- *    tests). A block malloc mapped on its own (usable size a number of pages less 16 bytes)
- *    is only matched by asking 8 bytes less; failing that, a bigger block will do.
- * Blocks that do not fit are kept aside while trying again, each followed by a spacer that
- * should put the next try at the right address (where malloc carves the next chunk from
- * the same free space). NULL: no memory, or (*refused set) no fitting block in a few
- * tries. */
-/* For small blocks, which come from free lists in any order. The tries that do not fit
- * are held until the end, so each takes the next free block of the size: after many
- * moves, or frees of moved blocks, the mover thread's arena holds hundreds, and with 64
- * tries a C++ program whose exceptions left blocks live between moves had moves of a
- * 64-byte block refused at every try (tests/carat/cxx_exceptions.cpp). A try costs a
- * malloc and a free, before the world stops. */
-#define COPY_TRIES 256
-#define COPY_TRIES_BIG 16      /* for blocks of COPY_BIG bytes or more, carved one by one */
-#define COPY_BIG (64u << 10)
-#define KEEP_LOW 256
-#define KEEP_LOW2 65536
-#define KEEP_LOW2_FROM 4096
-static void *copy_block(uintptr_t base, uintptr_t align, uintptr_t span, bool *refused)
-{
-    void *kept[2 * COPY_TRIES], *best = NULL;
-    /* Under AddressSanitizer, whose allocator places blocks its own way (and which the
-     * sanitizer build links), the address's low bits cannot be asked for: any block does. */
-#if defined(__SANITIZE_ADDRESS__)
-    int nkept = 0, best_score = -2;
-#else
-    int nkept = 0, best_score = -1;
-#endif
-    bool no_memory = false;
-    uintptr_t modulo = align > KEEP_LOW ? align : KEEP_LOW;
-    /* score: 2 for the same address modulo KEEP_LOW2 (when sought), 1 for the usable size */
-    int want = span >= KEEP_LOW2_FROM ? 3 : 1;
-    uintptr_t aim = want == 3 ? KEEP_LOW2 : KEEP_LOW;
-    int tries = span < COPY_BIG ? COPY_TRIES : COPY_TRIES_BIG;
-    for (int i = 0; best_score < want && i < tries; i++) {
-        void *b = NULL;
-        uintptr_t ask = i % 4 == 3 && span > 8 ? span - 8 : span;
-        if (align <= KEEP_LOW)
-            b = malloc(ask);
-        else if (posix_memalign(&b, align, ask))
-            b = NULL;
-        if (!b) {
-            no_memory = true;
-            break;
-        }
-        size_t usable = malloc_usable_size(b);
-        int score = -1;
-        if (((uintptr_t)b - base) % modulo == 0 && usable >= span)
-            score = (want == 3 && ((uintptr_t)b - base) % KEEP_LOW2 == 0 ? 2 : 0) +
-                    (usable == span);
-        if (score > best_score) {
-            if (best)
-                kept[nkept++] = best;
-            best = b;
-            best_score = score;
-        } else {
-            kept[nkept++] = b;
-        }
-        if (best_score >= want)
-            break;
-        uintptr_t next = (uintptr_t)b + usable + 8;   /* after b's chunk */
-        uintptr_t gap = (base - next) % aim;
-        if (gap < 32)   /* glibc's smallest chunk */
-            gap += aim;
-        void *spacer = malloc(gap - 8);
-        if (spacer)
-            kept[nkept++] = spacer;
-    }
-    *refused = !best && !no_memory;
-    while (nkept > 0)
-        free(kept[--nkept]);
-    return best;
-}
-
 /* Stores the stopped threads' logs announce into the block itself. A thread may be stopped
  * between such a hook and its store: its slot still holds the old value, the only one the
  * scan of the copy can see, and the announced value (another block's address, kept in that
@@ -655,7 +569,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
      * the block (SQLite's fuzzcheck at 10,000 moves a second: "corrupted top size"). */
     uintptr_t span = size;
     bool refused;
-    void *dest = copy_block(base, align, span, &refused);
+    void *dest = exo_carat_copy_place(base, align, span, &refused);
     if (!dest && refused) {
         pthread_mutex_lock(&exo_carat.lock);
         exo_carat_shadow_refused(base);
@@ -664,7 +578,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         return exo_fail(EXO_EAGAIN, "no block for a copy of the %lu-byte allocation at %#lx "
                         "at the same address modulo %lu: nothing moved, try again",
                         (unsigned long)size, (unsigned long)base,
-                        (unsigned long)(align > KEEP_LOW ? align : KEEP_LOW));
+                        (unsigned long)(align > EXO_CARAT_COPY_KEEP_LOW ? align : EXO_CARAT_COPY_KEEP_LOW));
     }
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
