@@ -749,8 +749,22 @@ def main():
     args.timeout_given = args.timeout is not None
     if args.timeout is None:
         args.timeout = 300 if args.quick else 900
+    # A SIGTERM (kill, a CI's timeout) stops the run as Ctrl-C does: the benchmark running
+    # is stopped and its registry in /dev/shm removed. Without this the driver died at
+    # once, and left both behind.
+    signal.signal(signal.SIGTERM, interrupted)
     return run_all(args)
 
 
+def interrupted(signum, frame):
+    """SIGTERM handler: raise KeyboardInterrupt, which the runs clean up after."""
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("run.py: interrupted: the running benchmark was stopped, no report written",
+              file=sys.stderr)
+        sys.exit(130)
