@@ -92,8 +92,8 @@ bool isRearrangeCall(const CallBase &CB) {
 }
 
 struct Runtime {
-  FunctionCallee Alloc, AllocNew, Realloc, ReallocBegin, Free, FreeDelete, Global, StackAlloc, StackRelease, Escape,
-      Copy, Rearranged, Pin, ShadowInit;
+  FunctionCallee Alloc, AllocNew, Realloc, ReallocBegin, Free, FreeDelete, Global, StackAlloc,
+      StackRelease, Escape, Copy, Rearranged, Pin, ShadowInit;
   // What the inline code reads and writes (carat_abi.h): the runtime's state, which starts
   // with the table's bounds; the thread's exo_carat_tls; a constant log length that says
   // "full", read instead of the log's when the thread has no log yet.

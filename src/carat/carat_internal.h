@@ -201,9 +201,14 @@ void exo_carat_mover_fork_child(void);
 
 /* A move's copy keeps the block's address modulo this at least (and its alignment). */
 #define EXO_CARAT_COPY_KEEP_LOW 256
+/* What a copy of a block aligned to align keeps of its address: the address modulo this. */
+static inline uintptr_t exo_carat_copy_modulo(uintptr_t align)
+{
+    return align > EXO_CARAT_COPY_KEEP_LOW ? align : EXO_CARAT_COPY_KEEP_LOW;
+}
 /* A malloc'd block for the copy of the span bytes at base (aligned to align): the same
- * address modulo max(align, EXO_CARAT_COPY_KEEP_LOW) and the same usable size where the
- * heap allows. NULL: out of memory, or (*refused set) no fitting block could be had. Not
+ * address modulo exo_carat_copy_modulo(align) and the same usable size where the heap
+ * allows. NULL: out of memory, or (*refused set) no fitting block could be had. Not
  * with the world stopped (it calls malloc); no lock needed. */
 void *exo_carat_copy_place(uintptr_t base, uintptr_t align, uintptr_t span, bool *refused);
 
@@ -211,10 +216,9 @@ void *exo_carat_copy_place(uintptr_t base, uintptr_t align, uintptr_t span, bool
 
 /* Whether the operator new the program calls gives malloc's blocks (the C++ library's, or
  * one defined with malloc by the same object): only then are the blocks of the new
- * family's call sites tracked, as a move frees with free. Set once, at the runtime's
- * set-up (exo_carat_cxx_new_init, which asks the dynamic loader and may call malloc). */
-extern bool exo_carat_cxx_new_is_malloc;
-void exo_carat_cxx_new_init(void);
+ * family's call sites tracked, as a move frees with free. The dynamic loader is asked at
+ * the first call (which may call malloc), a load after that. Thread-safe. */
+bool exo_carat_cxx_new_is_malloc(void);
 
 /* ---- pending allocations (pending.c) ---- */
 

@@ -34,6 +34,15 @@
 #define KEEP_LOW EXO_CARAT_COPY_KEEP_LOW
 #define KEEP_LOW2 65536
 #define KEEP_LOW2_FROM 4096
+
+/* How far past from the next address that has base's remainder modulo m lies, leaving room
+ * for glibc's smallest chunk (32 bytes) in between: a spacer's or a front piece's. */
+static uintptr_t gap_to(uintptr_t base, uintptr_t from, uintptr_t m)
+{
+    uintptr_t gap = (base - from) % m;
+    return gap < 32 ? gap + m : gap;
+}
+
 /* When no try fits: a block cut out of a bigger one at the right place. x, malloc'd with
  * room for any gap, is shrunk in place twice by realloc (glibc splits off and frees the
  * rest of the chunk): first to end where a chunk of span usable bytes starting at the right
@@ -50,9 +59,7 @@ static void *cut_to_fit(uintptr_t base, uintptr_t span, void **front)
     if (!x)
         return NULL;
     uintptr_t at = (uintptr_t)x;
-    uintptr_t gap = (base - at) % KEEP_LOW;
-    if (gap < 32)   /* x keeps glibc's smallest chunk */
-        gap += KEEP_LOW;
+    uintptr_t gap = gap_to(base, at, KEEP_LOW);
     unsigned char *y = realloc(x, gap + span);
     if (!y) {
         free(x);
@@ -86,7 +93,7 @@ void *exo_carat_copy_place(uintptr_t base, uintptr_t align, uintptr_t span, bool
     int nkept = 0, best_score = -1;
 #endif
     bool no_memory = false;
-    uintptr_t modulo = align > KEEP_LOW ? align : KEEP_LOW;
+    uintptr_t modulo = exo_carat_copy_modulo(align);
     /* score: 2 for the same address modulo KEEP_LOW2 (when sought), 1 for the usable size */
     int want = span >= KEEP_LOW2_FROM ? 3 : 1;
     uintptr_t aim = want == 3 ? KEEP_LOW2 : KEEP_LOW;
@@ -118,10 +125,7 @@ void *exo_carat_copy_place(uintptr_t base, uintptr_t align, uintptr_t span, bool
         if (best_score >= want)
             break;
         uintptr_t next = (uintptr_t)b + usable + 8;   /* after b's chunk */
-        uintptr_t gap = (base - next) % aim;
-        if (gap < 32)   /* glibc's smallest chunk */
-            gap += aim;
-        void *spacer = malloc(gap - 8);
+        void *spacer = malloc(gap_to(base, next, aim) - 8);
         if (spacer)
             kept[nkept++] = spacer;
     }

@@ -66,7 +66,6 @@ void exo_carat_init(void)
         pthread_key_create(&thread_key, thread_gone);
         exo_carat_world_install();
         exo_carat_fork_init();
-        exo_carat_cxx_new_init();
         atomic_store_explicit(&exo_carat_ready, true, memory_order_release);
         exo_carat_mover_autostart();
         exo_carat_report_at_exit();
@@ -454,9 +453,8 @@ EXO_API void exo_carat_hook_alloc(void *p, uint64_t size, const char *site)
 
 EXO_API void exo_carat_hook_alloc_new(void *p, uint64_t size, const char *site)
 {
-    carat_ensure_init();   /* which operator new this is: known from then on */
-    if (p && exo_carat_cxx_new_is_malloc)
-        track(p, heap_extent(p, size), EXO_CARAT_HEAP, site);
+    if (exo_carat_cxx_new_is_malloc())   /* else a replacement's block: free cannot take it */
+        exo_carat_hook_alloc(p, size, site);
 }
 
 EXO_API void exo_carat_hook_realloc_begin(void *old)
@@ -523,9 +521,8 @@ EXO_API void exo_carat_hook_free(void *p)
 
 EXO_API void exo_carat_hook_delete(void *p)
 {
-    carat_ensure_init();
-    if (exo_carat_cxx_new_is_malloc)   /* else a replacement's: new did not track it */
-        untrack(p, false);
+    if (exo_carat_cxx_new_is_malloc())   /* else a replacement's: new did not track it */
+        exo_carat_hook_free(p);
 }
 
 EXO_API void exo_carat_hook_global(void *p, uint64_t size, const char *name)

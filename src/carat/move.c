@@ -578,7 +578,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         return exo_fail(EXO_EAGAIN, "no block for a copy of the %lu-byte allocation at %#lx "
                         "at the same address modulo %lu: nothing moved, try again",
                         (unsigned long)size, (unsigned long)base,
-                        (unsigned long)(align > EXO_CARAT_COPY_KEEP_LOW ? align : EXO_CARAT_COPY_KEEP_LOW));
+                        (unsigned long)exo_carat_copy_modulo(align));
     }
     if (!dest)
         return exo_fail(EXO_ENOMEM, "no memory for a copy of %lu bytes", (unsigned long)size);
