@@ -358,30 +358,26 @@ fi
 # (an array with its element count in front among them). A move frees the old block
 # with free() and makes the copy with malloc, as glibc's operator new does: under the
 # sanitizers, AddressSanitizer's check that new is paired with delete is off for it.
+# cxx_case NAME PARTS [FLAG]: tests/carat/NAME.cpp built with exomem-c++ and PARTS, and run.
+cxx_case() {
+    local name=$1 parts=$2 flag=${3-}
+    local out="$dir/${name}${flag:+_${flag#-D}}_${parts#track,}"
+    EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra $flag \
+        "$src/tests/carat/$name.cpp" -o "$out" -lpthread ||
+        { bad "$name.cpp ($parts $flag) did not build"; return; }
+    timeout 120 "$out" >/dev/null || bad "$name ($flag) failed with $parts"
+}
 for parts in track,escapes track,shadow; do
-    out="$dir/cxx_new_${parts#track,}"
-    EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra \
-        "$src/tests/carat/cxx_new.cpp" -o "$out" -lpthread || bad "cxx_new.cpp ($parts) did not build"
-    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}alloc_dealloc_mismatch=0 timeout 120 "$out" \
-        >/dev/null || bad "cxx_new failed with $parts"
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}alloc_dealloc_mismatch=0 cxx_case cxx_new $parts
     # Exceptions through instrumented frames, and moves after each.
-    out="$dir/cxx_exceptions_${parts#track,}"
-    EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra \
-        "$src/tests/carat/cxx_exceptions.cpp" -o "$out" -lpthread ||
-        bad "cxx_exceptions.cpp ($parts) did not build"
-    timeout 120 "$out" >/dev/null || bad "cxx_exceptions failed with $parts"
+    cxx_case cxx_exceptions $parts
     # A program's own operator new: a pool whose blocks free() cannot take (not tracked,
     # never moved), and one over malloc with a header (the malloc inside it tracked). Not
     # under the sanitizers: their operator new and malloc are both in the program, and the
     # runtime takes a replacement there for the sanitizer's (docs/carat.md, "C++").
     [ $sanitized = yes ] && continue
-    for replacement in POOL HEADER; do
-        out="$dir/cxx_new_replaced_${replacement}_${parts#track,}"
-        EXOMEM_CARAT_PARTS=$parts "$build/exomem-c++" "${flags[@]}" -Wextra -D$replacement \
-            "$src/tests/carat/cxx_new_replaced.cpp" -o "$out" -lpthread ||
-            bad "cxx_new_replaced.cpp ($replacement, $parts) did not build"
-        timeout 120 "$out" >/dev/null || bad "cxx_new_replaced ($replacement) failed with $parts"
-    done
+    cxx_case cxx_new_replaced $parts -DPOOL
+    cxx_case cxx_new_replaced $parts -DHEADER
 done
 
 # A tracked, guarded shared library (-fPIC: the runtime's globals through the GOT) loaded

@@ -136,7 +136,8 @@ void header_blocks_move()
     if (rc)
         std::fprintf(stderr, "cxx_new_replaced: move: %s\n", exomem_last_error());
     CHECK(rc == 0);
-    CHECK(m->next == n && reinterpret_cast<uintptr_t>(n) == reinterpret_cast<uintptr_t>(to) + HEADER_BYTES);
+    CHECK(m->next == n &&
+          reinterpret_cast<uintptr_t>(n) == reinterpret_cast<uintptr_t>(to) + HEADER_BYTES);
     size_t header;
     std::memcpy(&header, to, sizeof header);
     CHECK(header == sizeof(Node) && n->value == 43);
