@@ -88,7 +88,10 @@ int main(void)
         long g = protn_growth(EXO_VM_ENGINE_UFFD, SCATTERED, &rc);
         printf("uffd: PROTN of %d scattered pages: mapping count grew by %ld\n", SCATTERED, g);
         CHECK_OK(rc);
-        CHECK(g >= 0 && g <= 3);
+        /* What PROTN must not do is add mappings. The count may fall meanwhile: it is the
+         * whole process's, and in the sanitizer build it fell by 1 once (ASan's allocator,
+         * or the set-up of the handler thread region_create just started, unmapping). */
+        CHECK(g <= 3);
     }
     long g = protn_growth(EXO_VM_ENGINE_SIGNAL, 10000, &rc);
     printf("signal: PROTN of 10000 scattered pages: mapping count grew by %ld\n", g);
