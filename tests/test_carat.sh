@@ -253,12 +253,13 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # the address of a block's last word, and one past its end, which lie in the header of the
 # block after it; a block another thread's realloc had just freed, tracked and stored into
 # before that realloc's hook forgot the old block; children of a multi-threaded process
-# that fork and exec.
+# that fork and exec; a block mapped against two threads' stacks, whose edges are its
+# header and one-past-the-end addresses.
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
          move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window \
-         fork_child move_fragmented; do
+         fork_child move_fragmented move_stack_edge; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -273,10 +274,11 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # holding the block refuses the move (move_altstack's threads hold it there).
     # realloc_window needs glibc's allocator to hand one thread the block another's realloc
     # just freed (AddressSanitizer's keeps freed blocks in a quarantine); move_fragmented
-    # checks the copy's address modulo 256, which a move under ASan does not keep.
+    # checks the copy's address modulo 256, which a move under ASan does not keep;
+    # move_stack_edge needs glibc to map a big block on its own, next to the test's stacks.
     if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
          [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = realloc_window ] ||
-         [ $t = move_fragmented ]; } &&
+         [ $t = move_fragmented ] || [ $t = move_stack_edge ]; } &&
        [ $sanitized = yes ]; then
         echo "sanitizer build: $t not run"
         continue
@@ -325,13 +327,13 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
          move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
-         realloc_window fork_child move_fragmented; do
+         realloc_window fork_child move_fragmented move_stack_edge; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
     if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
          [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = move_shadow ] ||
-         [ $t = realloc_window ] || [ $t = move_fragmented ]; } &&
+         [ $t = realloc_window ] || [ $t = move_fragmented ] || [ $t = move_stack_edge ]; } &&
        [ $sanitized = yes ]; then
         continue
     fi

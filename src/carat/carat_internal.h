@@ -305,6 +305,11 @@ struct carat_parked {
     bool on_alternate_stack;   /* stopped in a handler on its alternate signal stack */
     uintptr_t own_stack;   /* then an address in its own stack, which holds the program's
                             * frames (0: not known) */
+    /* Words at the top of a thread's stack mapping that are not the program's (move.c's
+     * patch_thread): the thread's exo_carat_tls, and the C library's descriptor of it,
+     * from its thread pointer up. */
+    uintptr_t runtime_tls;
+    uintptr_t thread_pointer;
 };
 /* Stop every thread of the process but the caller; *parked gets the array, *n its length.
  * -EXO_EBUSY if one did not stop within timeout_ns (then all are resumed). */

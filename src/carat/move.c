@@ -86,6 +86,11 @@ struct patch {
     uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
     uintptr_t derived_value;   /* the first of them, for the error message */
     bool stack_unknown;        /* a thread on an alternate stack, its own not known: refused */
+    /* Of the thread whose stack is being visited (patch_thread): its exo_carat_tls, never
+     * patched, and the C library's descriptor of it, where only pointers into the block
+     * are (set_thread_words). */
+    uintptr_t runtime_lo, runtime_hi;
+    uintptr_t descriptor_lo, descriptor_hi;
 };
 
 /* Is v in the block's own malloc chunk (one past its usable end included)? Those are
@@ -190,6 +195,19 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
         memcpy(w, &v, sizeof v);
         p->patched++;
     }
+}
+
+/* A word that may hold a pointer into the block but no address derived from it: patched
+ * if it lies inside the block, never a reason to refuse the move. */
+CARAT_NO_ASAN static void patch_pointer_only(struct patch *p, uintptr_t *w)
+{
+    uintptr_t v;
+    memcpy(&v, w, sizeof v);
+    if (p->check || v - p->base >= p->size)
+        return;
+    v += (uintptr_t)p->delta;
+    memcpy(w, &v, sizeof v);
+    p->patched++;
 }
 
 /* The escapes of the block: each slot that still holds the pointer it was last known to
@@ -341,9 +359,39 @@ CARAT_NO_ASAN static void patch_stack_words(struct patch *p, uintptr_t sp, uintp
                                             uintptr_t hi, uintptr_t skip_lo, uintptr_t skip_hi)
 {
     uintptr_t from = sp - 128 < lo ? lo : sp - 128;
-    for (uintptr_t w = from; w + 8 <= hi; w += 8)
-        if (w < skip_lo || w >= skip_hi)
+    for (uintptr_t w = from; w + 8 <= hi; w += 8) {
+        if ((w >= skip_lo && w < skip_hi) || w - p->runtime_lo < p->runtime_hi - p->runtime_lo)
+            continue;
+        if (w - p->descriptor_lo < p->descriptor_hi - p->descriptor_lo)
+            patch_pointer_only(p, (uintptr_t *)w);
+        else
             patch_word(p, (uintptr_t *)w);
+    }
+}
+
+/* The words of a stopped thread's stack mapping that are not the program's own. A thread
+ * the C library started has, at the top of that mapping, its descriptor (struct pthread,
+ * from the thread pointer up) and below it the static TLS blocks, the runtime's
+ * exo_carat_tls among them. Their words hold the mapping's own edges (the descriptor's
+ * stack block, which is where the mapping starts, and the runtime's stack bounds, where it
+ * ends), and a block mapped right above or below is one whose header or one-past-the-end
+ * address equals one of them. Patched as such (minimap2, moving kalloc's 8 MiB cores
+ * while its threads map reads), the runtime's stack end moved below its stack start: the
+ * inline escape filter then took every heap slot for one in the thread's own stack and
+ * dropped its escapes (the next move left those slots at the freed copy), and glibc
+ * asserted at the thread's exit over a stack block it no longer recognised. The runtime's
+ * words hold no pointer of the program's; the descriptor holds the program's start
+ * argument, result and thread-specific values, which are pointers into blocks, not
+ * addresses derived from them. The main thread's descriptor and TLS are not in its stack
+ * mapping: nothing to skip. */
+static void set_thread_words(struct patch *p, const struct carat_parked *pk, uintptr_t lo,
+                             uintptr_t hi)
+{
+    p->runtime_lo = pk->runtime_tls;
+    p->runtime_hi = pk->runtime_tls ? pk->runtime_tls + sizeof exo_carat_tls : 0;
+    bool own = pk->thread_pointer - lo < hi - lo;
+    p->descriptor_lo = own ? pk->thread_pointer : 0;
+    p->descriptor_hi = own ? hi : 0;
 }
 
 /* The stack pointer a thread had on its own stack when a signal first took it onto its
@@ -391,6 +439,7 @@ CARAT_NO_ASAN static void patch_own_stack(struct patch *p, const struct carat_pa
         sp = lo = known_lo;
         hi = known_hi;
     }
+    set_thread_words(p, pk, lo, hi);
     patch_stack_words(p, sp, lo, hi, 0, 0);
 }
 
@@ -437,6 +486,7 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
     }
     if (lo == hi)
         return;
+    set_thread_words(p, pk, lo, hi);
     /* The signal frame (below the red zone, or on an alternate stack) is not scanned: its
      * register copy is patched above; the rest is the kernel's. */
     patch_stack_words(p, rsp, lo, hi, (uintptr_t)uc, (uintptr_t)(uc + 1));
@@ -629,8 +679,9 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
      * address one past its last usable byte (the next chunk's size field, no block's
      * address), which programs keep as the end of a block they carve up by its usable size
      * (the escape sets keep them too: a value may be base + span). */
-    struct patch p = { base, span, (intptr_t)((uintptr_t)dest - base), 0, base - 16,
-                       base + span + 1, false, requester, requester_floor, true, 0, 0, false };
+    struct patch p = { .base = base, .size = span, .delta = (intptr_t)((uintptr_t)dest - base),
+                       .own_lo = base - 16, .own_hi = base + span + 1, .requester = requester,
+                       .requester_floor = requester_floor, .check = true };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, &parked[i]);

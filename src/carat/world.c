@@ -80,6 +80,8 @@ static void on_stop(int sig, siginfo_t *si, void *uc)
             world.parked[i].ucontext = uc;
             world.parked[i].on_alternate_stack = alternate;
             world.parked[i].own_stack = own;
+            world.parked[i].runtime_tls = (uintptr_t)&exo_carat_tls;
+            world.parked[i].thread_pointer = exo_os_thread_pointer();
         }
         atomic_fetch_add_explicit(&world.arrived, 1, memory_order_release);
         while (atomic_load(&world.epoch) == e)

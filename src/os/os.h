@@ -277,6 +277,12 @@ int exo_os_resident(uint64_t addr, uint64_t len, unsigned char *vec);
  * -EXO_EIO if the C library cannot tell. */
 int exo_os_thread_stack(uintptr_t *lo, uintptr_t *hi);
 
+/* The calling thread's thread pointer (x86-64: the %fs base), where the C library keeps its
+ * descriptor (struct pthread; for a thread it started, at the top of that thread's stack
+ * mapping, below which the static TLS blocks lie). 0 on other architectures.
+ * Async-signal-safe: one load, no call. */
+uintptr_t exo_os_thread_pointer(void);
+
 /* Page size in bytes of a hugetlbfs mount, or 0 if path is not one. */
 uint64_t exo_os_hugetlbfs_page_size(const char *path);
 /* Find a mounted hugetlbfs with the given page size; writes its path. */

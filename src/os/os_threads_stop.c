@@ -121,6 +121,17 @@ int exo_os_writable_ranges(uintptr_t *ranges, int max, char *buf, size_t buf_len
     return n;
 }
 
+uintptr_t exo_os_thread_pointer(void)
+{
+#if defined(__x86_64__)
+    uintptr_t tp;
+    __asm__("movq %%fs:0, %0" : "=r"(tp));   /* the descriptor's pointer to itself */
+    return tp;
+#else
+    return 0;
+#endif
+}
+
 int exo_os_thread_stack(uintptr_t *lo, uintptr_t *hi)
 {
     pthread_attr_t attr;
