@@ -28,15 +28,18 @@ want+=(hpcc)
 # wgsim descendant Debian packages) and aligns them with minimap2.
 want+=(libjemalloc-dev libmimalloc-dev libopenmpi-dev openmpi-bin redis-tools)
 want+=(libhts-dev samtools samtools-test htslib-test)
-[ "${1:-test}" = report ] && want+=(dwgsim minimap2)
+[ "${1:-test}" = report ] && want+=(minimap2)
 # bench_launcher: hugectl (libhugetlbfs-bin) preloads "libhugetlbfs.so", a name only
 # libhugetlbfs-dev provides; xz is its second program (hpcc is listed above).
 [ "${1:-test}" = report ] && want+=(libhugetlbfs-bin libhugetlbfs-dev)
 # CARAT on real programs: Debian's own source packages, fetched with apt-get source (a
 # private apt configuration signed by Debian's archive keyring, unpacked by dpkg-source) and
-# built with their own build systems; test_carat_programs builds bzip2 and xz-utils, the
-# report also sqlite3 (its Tcl tests), oniguruma, jq and lua5.4 (bench/carat/programs/).
+# built with their own build systems; test_carat_programs builds bzip2, xz-utils and
+# minimap2 (multi-threaded; Debian builds its SIMD kernels with SIMDe, and its reads are
+# simulated with dwgsim, which the report's SAM data uses too), the report also sqlite3
+# (its Tcl tests), oniguruma, jq and lua5.4 (bench/carat/programs/).
 want+=(dpkg-dev debian-archive-keyring autoconf automake libtool)
+want+=(zlib1g-dev libsimde-dev dwgsim)
 [ "${1:-test}" = report ] && want+=(tcl8.6-dev libonig-dev)
 missing=()
 for p in "${want[@]}"; do
