@@ -306,8 +306,8 @@ struct carat_parked {
     uintptr_t own_stack;   /* then an address in its own stack, which holds the program's
                             * frames (0: not known) */
     /* Words at the top of a thread's stack mapping that are not the program's (move.c's
-     * patch_thread): the thread's exo_carat_tls, and the C library's descriptor of it,
-     * from its thread pointer up. */
+     * patch_stack_words): the thread's exo_carat_tls, and the C library's descriptor of
+     * it, from its thread pointer up. */
     uintptr_t runtime_tls;
     uintptr_t thread_pointer;
 };

@@ -86,11 +86,6 @@ struct patch {
     uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
     uintptr_t derived_value;   /* the first of them, for the error message */
     bool stack_unknown;        /* a thread on an alternate stack, its own not known: refused */
-    /* Of the thread whose stack is being visited (patch_thread): its exo_carat_tls, never
-     * patched, and the C library's descriptor of it, where only pointers into the block
-     * are (set_thread_words). */
-    uintptr_t runtime_lo, runtime_hi;
-    uintptr_t descriptor_lo, descriptor_hi;
 };
 
 /* Is v in the block's own malloc chunk (one past its usable end included)? Those are
@@ -174,6 +169,14 @@ static bool next_chunk_in_libc(const struct patch *p, uintptr_t v)
     return p->in_libc && v - p->base >= p->size - 8 && v - p->base < p->size;
 }
 
+/* w, which holds v, gets v's address in the copy. */
+CARAT_NO_ASAN static void shift_word(struct patch *p, uintptr_t *w, uintptr_t v)
+{
+    v += (uintptr_t)p->delta;
+    memcpy(w, &v, sizeof v);
+    p->patched++;
+}
+
 /* Words are read and written with memcpy (a slot in a packed struct may be unaligned), and
  * without AddressSanitizer's checks: stacks and stale slots hold poisoned bytes that the
  * program itself may never read, and reading them here is deliberate. */
@@ -190,11 +193,8 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
     }
     /* The block and its own chunk (the check pass refused the move if a thread stopped in
      * libc held the chunk's edges). */
-    if (in_own_chunk(p, v) && !owned_by_block_before(p, v)) {
-        v += (uintptr_t)p->delta;
-        memcpy(w, &v, sizeof v);
-        p->patched++;
-    }
+    if (in_own_chunk(p, v) && !owned_by_block_before(p, v))
+        shift_word(p, w, v);
 }
 
 /* A word that may hold a pointer into the block but no address derived from it: patched
@@ -203,11 +203,8 @@ CARAT_NO_ASAN static void patch_pointer_only(struct patch *p, uintptr_t *w)
 {
     uintptr_t v;
     memcpy(&v, w, sizeof v);
-    if (p->check || v - p->base >= p->size)
-        return;
-    v += (uintptr_t)p->delta;
-    memcpy(w, &v, sizeof v);
-    p->patched++;
+    if (!p->check && v - p->base < p->size)
+        shift_word(p, w, v);
 }
 
 /* The escapes of the block: each slot that still holds the pointer it was last known to
@@ -353,22 +350,6 @@ CARAT_NO_ASAN static void patch_vectors(struct patch *p, ucontext_t *uc)
 }
 #endif
 
-/* The words of a stack [lo, hi) in use from sp up, with the 128 bytes below it (the x86-64
- * red zone, live data of a leaf function), except the signal frame [skip_lo, skip_hi). */
-CARAT_NO_ASAN static void patch_stack_words(struct patch *p, uintptr_t sp, uintptr_t lo,
-                                            uintptr_t hi, uintptr_t skip_lo, uintptr_t skip_hi)
-{
-    uintptr_t from = sp - 128 < lo ? lo : sp - 128;
-    for (uintptr_t w = from; w + 8 <= hi; w += 8) {
-        if ((w >= skip_lo && w < skip_hi) || w - p->runtime_lo < p->runtime_hi - p->runtime_lo)
-            continue;
-        if (w - p->descriptor_lo < p->descriptor_hi - p->descriptor_lo)
-            patch_pointer_only(p, (uintptr_t *)w);
-        else
-            patch_word(p, (uintptr_t *)w);
-    }
-}
-
 /* The words of a stopped thread's stack mapping that are not the program's own. A thread
  * the C library started has, at the top of that mapping, its descriptor (struct pthread,
  * from the thread pointer up) and below it the static TLS blocks, the runtime's
@@ -380,18 +361,33 @@ CARAT_NO_ASAN static void patch_stack_words(struct patch *p, uintptr_t sp, uintp
  * inline escape filter then took every heap slot for one in the thread's own stack and
  * dropped its escapes (the next move left those slots at the freed copy), and glibc
  * asserted at the thread's exit over a stack block it no longer recognised. The runtime's
- * words hold no pointer of the program's; the descriptor holds the program's start
- * argument, result and thread-specific values, which are pointers into blocks, not
- * addresses derived from them. The main thread's descriptor and TLS are not in its stack
- * mapping: nothing to skip. */
-static void set_thread_words(struct patch *p, const struct carat_parked *pk, uintptr_t lo,
-                             uintptr_t hi)
+ * words hold no pointer of the program's: never patched. The descriptor holds the
+ * program's start argument, result and thread-specific values, which are pointers into
+ * blocks, not addresses derived from them: only those are patched. The main thread's
+ * descriptor and TLS are not in its stack mapping: nothing to skip. */
+static bool runtime_word(const struct carat_parked *pk, uintptr_t w)
 {
-    p->runtime_lo = pk->runtime_tls;
-    p->runtime_hi = pk->runtime_tls ? pk->runtime_tls + sizeof exo_carat_tls : 0;
-    bool own = pk->thread_pointer - lo < hi - lo;
-    p->descriptor_lo = own ? pk->thread_pointer : 0;
-    p->descriptor_hi = own ? hi : 0;
+    return w - pk->runtime_tls < sizeof exo_carat_tls;
+}
+
+/* The words of a stack [lo, hi) in use from sp up, with the 128 bytes below it (the x86-64
+ * red zone, live data of a leaf function), except the signal frame [skip_lo, skip_hi) and
+ * the words of pk's that are not the program's (runtime_word; its descriptor, from its
+ * thread pointer to hi when that lies in the stack, pointers only). */
+CARAT_NO_ASAN static void patch_stack_words(struct patch *p, const struct carat_parked *pk,
+                                            uintptr_t sp, uintptr_t lo, uintptr_t hi,
+                                            uintptr_t skip_lo, uintptr_t skip_hi)
+{
+    uintptr_t descriptor = pk->thread_pointer - lo < hi - lo ? pk->thread_pointer : hi;
+    uintptr_t from = sp - 128 < lo ? lo : sp - 128;
+    for (uintptr_t w = from; w + 8 <= hi; w += 8) {
+        if ((w >= skip_lo && w < skip_hi) || runtime_word(pk, w))
+            continue;
+        if (w >= descriptor)
+            patch_pointer_only(p, (uintptr_t *)w);
+        else
+            patch_word(p, (uintptr_t *)w);
+    }
 }
 
 /* The stack pointer a thread had on its own stack when a signal first took it onto its
@@ -439,8 +435,7 @@ CARAT_NO_ASAN static void patch_own_stack(struct patch *p, const struct carat_pa
         sp = lo = known_lo;
         hi = known_hi;
     }
-    set_thread_words(p, pk, lo, hi);
-    patch_stack_words(p, sp, lo, hi, 0, 0);
+    patch_stack_words(p, pk, sp, lo, hi, 0, 0);
 }
 
 /* Registers and stack of one stopped thread. The scan starts in the red zone below its stack
@@ -486,10 +481,9 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
     }
     if (lo == hi)
         return;
-    set_thread_words(p, pk, lo, hi);
     /* The signal frame (below the red zone, or on an alternate stack) is not scanned: its
      * register copy is patched above; the rest is the kernel's. */
-    patch_stack_words(p, rsp, lo, hi, (uintptr_t)uc, (uintptr_t)(uc + 1));
+    patch_stack_words(p, pk, rsp, lo, hi, (uintptr_t)uc, (uintptr_t)(uc + 1));
     if (pk->on_alternate_stack)
         patch_own_stack(p, pk, lo, hi);
 #else
