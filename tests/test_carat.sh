@@ -255,6 +255,9 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # before that realloc's hook forgot the old block; children of a multi-threaded process
 # that fork and exec; a block mapped against two threads' stacks, whose edges are its
 # header and one-past-the-end addresses.
+# The move tests that need glibc's allocator, not run in the sanitizer build (why: below).
+glibc_only="move_self move_threads move_inline move_next_chunk move_altstack realloc_window \
+            move_fragmented move_stack_edge"
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
@@ -276,10 +279,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # just freed (AddressSanitizer's keeps freed blocks in a quarantine); move_fragmented
     # checks the copy's address modulo 256, which a move under ASan does not keep;
     # move_stack_edge needs glibc to map a big block on its own, next to the test's stacks.
-    if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
-         [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = realloc_window ] ||
-         [ $t = move_fragmented ] || [ $t = move_stack_edge ]; } &&
-       [ $sanitized = yes ]; then
+    if [ $sanitized = yes ] && [[ " $glibc_only " == *" $t "* ]]; then
         echo "sanitizer build: $t not run"
         continue
     fi
@@ -331,10 +331,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
-    if { [ $t = move_self ] || [ $t = move_threads ] || [ $t = move_inline ] ||
-         [ $t = move_next_chunk ] || [ $t = move_altstack ] || [ $t = move_shadow ] ||
-         [ $t = realloc_window ] || [ $t = move_fragmented ] || [ $t = move_stack_edge ]; } &&
-       [ $sanitized = yes ]; then
+    if [ $sanitized = yes ] && [[ " $glibc_only move_shadow " == *" $t "* ]]; then
         continue
     fi
     EXOMEM_CARAT_PARTS=track,shadow "$cc" "${flags[@]}" -I"$src/src" "$src/tests/carat/$t.c" \
