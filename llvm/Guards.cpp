@@ -6,6 +6,7 @@
 // entry, which searches every region, reports a violation and raises SIGSEGV).
 #include "Guards.h"
 
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/IR/IntrinsicInst.h"
@@ -122,6 +123,22 @@ std::vector<Guard> exomem_carat::collectGuards(Function &F, const DataLayout &DL
 namespace {
 constexpr uint64_t MinSpan = MinFastSpan;
 
+// An address as a base and a constant byte offset from it.
+struct BaseOffset {
+  Value *Base = nullptr;
+  int64_t Off = 0;
+};
+
+// Is G's address a base plus a constant offset that, with G's size, stays within the
+// runtime's minimum span of the base? (Then a one-compare guard may compare the base.)
+bool baseWithinSpan(const Guard &G, BaseOffset &BO) {
+  const DataLayout &DL = G.At->getModule()->getDataLayout();
+  BO.Base = GetPointerBaseWithConstantOffset(G.Ptr, BO.Off, DL);
+  if (!BO.Base || BO.Base == G.Ptr || !BO.Base->getType()->isPointerTy())
+    return false;
+  return BO.Off >= 0 && uint64_t(BO.Off) + G.Size <= MinSpan;
+}
+
 struct Emitter {
   Module &M;
   FunctionCallee Slow;
@@ -167,16 +184,28 @@ struct Emitter {
   // region can be mapped (carat.h: exo_carat_fast_end), so that one faulting instruction
   // stands for the violation below it. Memory intrinsics and ranges keep the two-sided
   // check: a copy may write part of its range before it faults.
+  //
+  // A one-compare guard of Base + Off, Off a constant with 0 <= Off and Off + Len <= the
+  // minimum span, compares Base instead (BaseOff): Base <= end puts the whole access below
+  // the fast path's end, and an access below the region still faults in the hardware,
+  // while the slow path is given the exact address. The guards of one struct's fields then
+  // compare one register that the loads already hold, with no address computed for the
+  // compare alone (sqlite3's interpreter loop: see carat-results.md).
   void check(Instruction *Before, Value *A, Value *Len, int Access, const Instruction &SiteOf,
-             bool MaybeZero, bool Single) {
+             bool MaybeZero, bool Single, const BaseOffset *BaseOff = nullptr) {
     IRBuilder<> B(Before);
     Type *I64 = B.getInt64Ty();
     Value *Ok;
     auto *CLen = dyn_cast<ConstantInt>(Len);
     bool Fixed = CLen && CLen->getZExtValue() <= MinSpan && (!MaybeZero || !CLen->isZero());
     if (Fixed && Single && GuardOneCompare) {
-      Ok = B.CreateICmpULE(A, B.CreateLoad(I64, EndSlot ? (Value *)EndSlot : FastEnd,
-                                           "carat.end"));
+      Value *End = B.CreateLoad(I64, EndSlot ? (Value *)EndSlot : FastEnd, "carat.end");
+      if (BaseOff) {
+        Ok = B.CreateICmpULE(B.CreatePtrToInt(BaseOff->Base, I64), End);
+        emitSlowCall(Before, Ok, nullptr, Len, Access, SiteOf, BaseOff);
+        return;
+      }
+      Ok = B.CreateICmpULE(A, End);
       emitSlowCall(Before, Ok, A, Len, Access, SiteOf);
       return;
     }
@@ -198,13 +227,17 @@ struct Emitter {
     emitSlowCall(Before, Ok, A, Len, Access, SiteOf);
   }
 
-  // if (!Ok) the slow path, before Before.
+  // if (!Ok) the slow path, before Before. With BaseOff, the address is computed on the
+  // slow path only (A is null), so that the hot path keeps no register for it.
   void emitSlowCall(Instruction *Before, Value *Ok, Value *A, Value *Len, int Access,
-                    const Instruction &SiteOf) {
+                    const Instruction &SiteOf, const BaseOffset *BaseOff = nullptr) {
     IRBuilder<> B(Before);
     Instruction *Then =
         SplitBlockAndInsertIfThen(B.CreateNot(Ok), Before, false, Unlikely);
     IRBuilder<> T(Then);
+    if (BaseOff)
+      A = T.CreatePtrToInt(T.CreateConstGEP1_64(T.getInt8Ty(), BaseOff->Base, BaseOff->Off),
+                           T.getInt64Ty());
     T.CreateCall(Slow, {A, Len, T.getInt32(Access), siteString(M, SiteOf)})
         ->setCallingConv(CallingConv::PreserveMost);
   }
@@ -275,10 +308,13 @@ struct Emitter {
     Type *I64 = B.getInt64Ty();
     switch (G.K) {
     case Guard::Load:
-    case Guard::Store:
-      check(Before, B.CreatePtrToInt(G.Ptr, I64), B.getInt64(G.Size), G.Access, *G.At, false,
-            true);
+    case Guard::Store: {
+      BaseOffset BO;
+      bool UseBase = GuardOneCompare && baseWithinSpan(G, BO);
+      check(Before, UseBase ? nullptr : B.CreatePtrToInt(G.Ptr, I64), B.getInt64(G.Size),
+            G.Access, *G.At, false, true, UseBase ? &BO : nullptr);
       break;
+    }
     case Guard::Range:
       check(Before, B.CreatePtrToInt(G.Ptr, I64), B.CreateZExtOrTrunc(G.Len, I64), G.Access,
             *G.At, true, false);

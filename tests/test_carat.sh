@@ -112,7 +112,8 @@ grep -q "guard violation: read of 16 bytes at .*violation.c:$line" "$dir/f.err" 
 # the default region, closed for one above what the kernel maps (the slow path's exact
 # check, which reports an access below it), open again from the bottom; an access below
 # every region faults in the hardware with one compare (SIGSEGV, no report), and is
-# reported by a two-sided guard.
+# reported by a two-sided guard; a field read through a base (compared instead of the
+# field's address) inside the region.
 for form in one two; do
     extra=(); [ $form = two ] && extra=(-mllvm -carat-guard-one-compare=false -DTWO_SIDED)
     EXOMEM_CARAT_PARTS=track,escapes,guards "$cc" "${flags[@]}" "${extra[@]}" \
@@ -132,6 +133,15 @@ for form in one two; do
                 bad "guard_fast_end $m ($form) report: $(cat "$dir/gfe.err")"
         fi
     done
+    # A field past the region's end, read through a base inside it: reported at its line
+    # with the field's own address (the slow path gets the exact address).
+    ASAN_OPTIONS=handle_segv=0 "$dir/guard_fast_end" field 2>"$dir/gfe.err"
+    rc=$?
+    [ $rc = 139 ] || bad "guard_fast_end field ($form): exit $rc, want 139 (SIGSEGV)"
+    line=$(grep -n "the field read" "$src/tests/carat/guard_fast_end.c" | cut -d: -f1)
+    at=$(sed -n 's/^field at //p' "$dir/gfe.err")
+    grep -q "guard violation: read of 4 bytes at $at .*guard_fast_end.c:$line" "$dir/gfe.err" ||
+        bad "guard_fast_end field ($form) report: $(cat "$dir/gfe.err")"
 done
 
 # Versioned loops and functions: guards dropped only behind a check of the whole range the

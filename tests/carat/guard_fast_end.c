@@ -8,7 +8,13 @@
  *   null           a guarded read of address 16, below every region: with one compare it
  *                  faults in the hardware (SIGSEGV, no report); built with
  *                  -carat-guard-one-compare=false (and -DTWO_SIDED) the guard reports it
- *                  first. */
+ *                  first;
+ *   field          one region from the bottom; a guarded read of a field 8 bytes past the
+ *                  region's end, through a base inside it (a guard that compares the base,
+ *                  Guards.cpp): reported at "the field read" with the field's own address,
+ *                  which the program prints first ("field at 0x...").
+ * With one compare, a field inside the region read through a base at most the limit needs
+ * no slow path even when the field itself lies in the fast path's last 4 KiB. */
 #include "carat_check.h"
 
 #include <exomem/carat.h>
@@ -21,6 +27,18 @@
 static __attribute__((noinline)) int read_at(const volatile int *p)
 {
     return *p;   /* the read below */
+}
+
+/* A field at the end of a page-sized record: base + 4088, within the 4 KiB a one-compare
+ * guard of its base covers. */
+struct record {
+    char pad[4088];
+    int field;
+};
+
+static __attribute__((noinline)) int read_field(const volatile struct record *r)
+{
+    return r->field;   /* the field read */
 }
 
 /* vm.mmap_min_addr, or 0 if it cannot be read. */
@@ -72,6 +90,22 @@ int main(int argc, char **argv)
     struct exo_carat_region low = { 4096, hi - 4096, all };
     CHECK(exo_carat_set_regions(&low, 1) == 0);
     CHECK(exo_carat_fast_end == (lowest >= 4096 ? hi - EXO_CARAT_FAST_MIN_SPAN : 0));
+    /* The record that ends 4 bytes before the region does (its field is the block's), and
+     * the one 16 bytes further, whose field lies past the region's end. */
+    const volatile struct record *last = (const volatile struct record *)(hi - 4096);
+    const volatile struct record *past = (const volatile struct record *)(hi - 4096 + 16);
+    if (strcmp(mode, "field") == 0) {
+        fprintf(stderr, "field at %p\n", (void *)&past->field);
+        return read_field(past);   /* outside: reported */
+    }
+    *(volatile int *)(hi - 8) = 9;
+    exo_carat_get_stats(&before);
+    CHECK(read_field(last) == 9);
+    exo_carat_get_stats(&after);
+#ifndef TWO_SIDED
+    if (lowest >= 4096)   /* the base is at the limit: the fast path holds the field */
+        CHECK(after.guard_slow == before.guard_slow);
+#endif
     CHECK(exo_carat_set_regions(NULL, 0) == 0);
     CHECK(exo_carat_fast_end == (lowest >= 4096 ? USER_TOP - EXO_CARAT_FAST_MIN_SPAN : 0));
     CHECK(read_at(block) == 7);
