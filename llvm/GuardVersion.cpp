@@ -227,30 +227,43 @@ static void findCandidates(Loop *L, ScalarEvolution &SE, DominatorTree &DT,
     findCandidates(Sub, SE, DT, DL, Done, Keep, Out);
 }
 
-// ok = AND over bases of (base + Lo - fast_base <= base + Hi - fast_base <= fast_span), or
-// of (base + Lo - fast_base <= fast_limit) for a reach of at most 4 KiB.
-// The two differences are Hi - Lo apart (below 2^42); when the first is not above the
-// second the range does not wrap, and the second not above the span puts it all inside.
+// ok = AND over bases of (base + Lo - fast_base <= fast_limit) for a reach of at most
+// 4 KiB, else of (base + Lo - reach_base <= base + Hi - reach_base <= reach). The two
+// differences are Hi - Lo apart (below 2^42); when the first is not above the second the
+// range does not wrap, and the second not above the reach puts every single access of it
+// inside the fast path or where it faults in the hardware (carat.h:
+// exo_carat_fast_reach_base; with -carat-guard-one-compare=false, which is for programs
+// that map memory below the kernel's lowest address themselves, the fast path's own base
+// and span).
 static Value *wideCheck(IRBuilder<> &B, const Candidate &C) {
   Module &M = *B.GetInsertBlock()->getModule();
   Type *I64 = B.getInt64Ty();
-  Value *FB = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_base"), "carat.vbase");
-  Value *FS = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_span"), "carat.vspan");
-  Value *FL = nullptr;
+  bool Open = guardOneCompare();
+  Value *FB = nullptr, *FL = nullptr, *RB = nullptr, *RS = nullptr;
   Value *Ok = nullptr;
   for (auto &[Base, R] : C.Bases) {
     Value *P = B.CreatePtrToInt(Base, I64);
-    Value *A = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Lo))), FB);
     Value *In;
     if (R.Hi - R.Lo <= int64_t(MinFastSpan)) {
       // A reach of at most the smallest span: its first byte at most limit (span less
       // that minimum) past the base puts it all inside, as an inline guard checks.
-      if (!FL)
+      if (!FL) {
+        FB = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_base"), "carat.vbase");
         FL = B.CreateLoad(I64, fastPathGlobal(M, "exo_carat_fast_limit"), "carat.vlimit");
-      In = B.CreateICmpULE(A, FL);
+      }
+      In = B.CreateICmpULE(B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Lo))), FB), FL);
     } else {
-      Value *Z = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Hi))), FB);
-      In = B.CreateAnd(B.CreateICmpULE(A, Z), B.CreateICmpULE(Z, FS));
+      if (!RB) {
+        RB = B.CreateLoad(I64, fastPathGlobal(M, Open ? "exo_carat_fast_reach_base"
+                                                      : "exo_carat_fast_base"),
+                          "carat.rbase");
+        RS = B.CreateLoad(I64, fastPathGlobal(M, Open ? "exo_carat_fast_reach"
+                                                      : "exo_carat_fast_span"),
+                          "carat.reach");
+      }
+      Value *A = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Lo))), RB);
+      Value *Z = B.CreateSub(B.CreateAdd(P, B.getInt64(uint64_t(R.Hi))), RB);
+      In = B.CreateAnd(B.CreateICmpULE(A, Z), B.CreateICmpULE(Z, RS));
     }
     Ok = Ok ? B.CreateAnd(Ok, In) : In;
   }

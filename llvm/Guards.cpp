@@ -35,6 +35,8 @@ static cl::opt<bool> GuardOneCompare(
              "exo_carat_fast_end (an access below the region faults in the hardware; "
              "carat.h), rather than two-sided with the fast path's base and limit"));
 
+bool exomem_carat::guardOneCompare() { return GuardOneCompare; }
+
 static bool skipCall(const CallBase &CB) {
   if (CB.isInlineAsm())
     return true;

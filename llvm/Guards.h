@@ -43,6 +43,9 @@ void versionLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
 void versionFunction(llvm::Function &F, llvm::FunctionAnalysisManager &FAM,
                      const BoundsKeepers &Keep, std::set<const llvm::Instruction *> &Covered,
                      GuardCounts &C);
+// Are loads, stores and calls checked with one compare (-carat-guard-one-compare), an
+// access below the region left to fault in the hardware?
+bool guardOneCompare();
 // EXO_CARAT_FAST_MIN_SPAN in include/exomem/carat.h: the runtime never opens a smaller
 // fast path, and an inline guard's limit is the span less this.
 constexpr uint64_t MinFastSpan = 4096;

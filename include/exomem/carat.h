@@ -220,6 +220,21 @@ extern uintptr_t exo_carat_fast_base, exo_carat_fast_span, exo_carat_fast_limit;
  * CAP_SYS_RAWIO that maps memory below vm.mmap_min_addr itself can reach memory there
  * that no region holds: build it with -mllvm -carat-guard-one-compare=false. */
 extern uintptr_t exo_carat_fast_end;
+/* What the plugin's versioned code (a loop or function entered after one check that every
+ * address its accesses can form is allowed) checks a reach [a, b) against: b -
+ * exo_carat_fast_reach_base <= exo_carat_fast_reach, with a - exo_carat_fast_reach_base
+ * not above that (no wrap). Only single accesses (loads and stores of at most
+ * EXO_CARAT_FAST_MIN_SPAN bytes) are dropped on it, so it is open where every such access
+ * faults in the hardware: below the fast path's region when that starts at or below the
+ * lowest address the kernel maps (as for exo_carat_fast_end), and above it when it runs to
+ * the top of user space (2^47) and the processor cannot map above that (no 5-level paging:
+ * the addresses there are non-canonical or the kernel's). Open at the bottom, the base is
+ * minus EXO_CARAT_FAST_OPEN (a reach from a null pointer, whose code the program never
+ * runs, passes); open at the top, the reach is EXO_CARAT_FAST_OPEN past the region's end
+ * or more (memory mapped near the top, thread arenas and big blocks, passes reaches that
+ * run past it). Otherwise they are the fast path's base and span. */
+extern uintptr_t exo_carat_fast_reach_base, exo_carat_fast_reach;
+#define EXO_CARAT_FAST_OPEN ((uintptr_t)1 << 62)
 #define EXO_CARAT_FAST_MIN_SPAN ((uintptr_t)4096)
 #define EXO_CARAT_FAST_CLOSED ((uintptr_t)1 << 63)
 /* The runtime's state that the plugin's inline hooks read and write in place of calls: the

@@ -11,6 +11,10 @@
 #include "internal.h"
 
 #include <inttypes.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,9 +40,44 @@ EXO_API uintptr_t exo_carat_fast_limit = USER_HI - USER_LO - EXO_CARAT_FAST_MIN_
 /* Closed (0) until the start-up below has read how low the kernel maps: guards that run
  * before it take the slow path, which is exact. */
 EXO_API uintptr_t exo_carat_fast_end;
+/* The fast path's own until the start-up below has read how low the kernel maps and asked
+ * the processor about 5-level paging. */
+EXO_API uintptr_t exo_carat_fast_reach_base = USER_LO, exo_carat_fast_reach = USER_HI - USER_LO;
 
 /* The lowest address the kernel maps for a process without CAP_SYS_RAWIO; 0 if unknown. */
 static uintptr_t lowest_mappable;
+
+/* Does every address from USER_HI up fault (non-canonical, or the kernel's)? Not where
+ * the processor has 5-level paging, whose user space may reach 2^56 for a program that
+ * asks for a mapping there. Set at start-up. */
+static bool top_faults;
+
+static bool no_user_memory_above_top(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return true;           /* no leaf 7: no 5-level paging either */
+    return !(c & (1u << 16));  /* LA57 */
+#else
+    return false;
+#endif
+}
+
+/* exo_carat_fast_reach_base and _reach for a fast path on region r (carat.h): open below
+ * it when nothing below it can be mapped, above it when nothing above it can be. The reach
+ * first, then the base, as for the fast path. set_lock held. */
+static void open_reach(const struct exo_carat_region *r)
+{
+    bool bottom = lowest_mappable && r->base <= lowest_mappable;
+    bool top = top_faults && r->base + r->len >= USER_HI;
+    uintptr_t base = bottom ? (uintptr_t)0 - EXO_CARAT_FAST_OPEN : r->base;
+    uintptr_t reach = top ? (bottom ? 2 * EXO_CARAT_FAST_OPEN : EXO_CARAT_FAST_OPEN)
+                          : r->base + r->len - base;
+    __atomic_store_n(&exo_carat_fast_reach, reach, __ATOMIC_RELEASE);
+    __atomic_store_n(&exo_carat_fast_reach_base, base, __ATOMIC_RELEASE);
+}
+
 
 /* The one-compare fast path (carat.h: exo_carat_fast_end) of a set with a fast path: open
  * when nothing below its region can be mapped, so that an access below it that passes
@@ -104,6 +143,8 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
     __atomic_store_n(&exo_carat_fast_end, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_base, EXO_CARAT_FAST_CLOSED, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_span, EXO_CARAT_FAST_MIN_SPAN, __ATOMIC_RELEASE);
+    __atomic_store_n(&exo_carat_fast_reach_base, EXO_CARAT_FAST_CLOSED, __ATOMIC_RELEASE);
+    __atomic_store_n(&exo_carat_fast_reach, EXO_CARAT_FAST_MIN_SPAN, __ATOMIC_RELEASE);
     __atomic_store_n(&exo_carat_fast_limit, 0, __ATOMIC_RELEASE);
     atomic_store_explicit(&current, s, memory_order_release);
     const struct region_set *now = regions_now();
@@ -114,24 +155,29 @@ EXO_API int exo_carat_set_regions(const struct exo_carat_region *regions, size_t
                          __ATOMIC_RELEASE);
         __atomic_store_n(&exo_carat_fast_base, now->r[0].base, __ATOMIC_RELEASE);
         open_fast_end(now);
+        open_reach(&now->r[0]);
     }
     pthread_mutex_unlock(&set_lock);
     return 0;
 }
 
-/* At start-up, before main: how low the kernel maps, and the default set's one-compare
- * fast path (unless the program set regions already). If the sysctl cannot be read, that
- * fast path stays closed: the plugin's one-compare guards then all take the exact slow
- * path (slow, never wrong). */
+/* At start-up, before main: whether the top of user space faults, and how low the kernel
+ * maps; then the default set's reach and one-compare fast path (unless the program set
+ * regions already). If the sysctl cannot be read, that fast path stays closed: the
+ * plugin's one-compare guards then all take the exact slow path (slow, never wrong). */
 __attribute__((constructor(101))) static void open_default_fast_end(void)
 {
-    uint64_t lowest;
-    if (exo_os_lowest_map_addr(&lowest) != 0)
-        return;
     pthread_mutex_lock(&set_lock);
-    lowest_mappable = (uintptr_t)lowest;
-    if (!atomic_load_explicit(&current, memory_order_acquire))
-        open_fast_end(regions_now());
+    top_faults = no_user_memory_above_top();
+    bool defaults = !atomic_load_explicit(&current, memory_order_acquire);
+    uint64_t lowest;
+    if (exo_os_lowest_map_addr(&lowest) == 0) {
+        lowest_mappable = (uintptr_t)lowest;
+        if (defaults)
+            open_fast_end(regions_now());
+    }
+    if (defaults)
+        open_reach(&regions_now()->r[0]);
     pthread_mutex_unlock(&set_lock);
 }
 

@@ -63,6 +63,16 @@ int main(int argc, char **argv)
         CHECK(exo_carat_fast_end == USER_TOP - EXO_CARAT_FAST_MIN_SPAN);
     else
         CHECK(exo_carat_fast_end == 0);
+    /* The versioned code's reach (carat.h): open at the bottom where the one compare is,
+     * and at the top of user space unless the processor has 5-level paging. */
+    const uintptr_t open = EXO_CARAT_FAST_OPEN, below = (uintptr_t)0 - open;
+    int top_open = exo_carat_fast_reach >= open;
+    if (lowest >= 4096)
+        CHECK(exo_carat_fast_reach_base == below &&
+              exo_carat_fast_reach == (top_open ? 2 * open : USER_TOP + open));
+    else
+        CHECK(exo_carat_fast_reach_base == 4096 &&
+              exo_carat_fast_reach == (top_open ? open : USER_TOP - 4096));
     int *block = malloc(2 * 4096);
     CHECK(block);
     block[0] = 7;
@@ -76,6 +86,8 @@ int main(int argc, char **argv)
     struct exo_carat_region above = { hi, USER_TOP - hi, all };
     CHECK(exo_carat_set_regions(&above, 1) == 0);
     CHECK(exo_carat_fast_end == 0 && exo_carat_fast_base == hi);
+    CHECK(exo_carat_fast_reach_base == hi &&   /* above the lowest mappable: closed below */
+          exo_carat_fast_reach == (top_open ? open : USER_TOP - hi));
     if (strcmp(mode, "below") == 0)
         return read_at(block);   /* below the region: reported */
     struct exo_carat_stats before, after;
@@ -90,6 +102,10 @@ int main(int argc, char **argv)
     struct exo_carat_region low = { 4096, hi - 4096, all };
     CHECK(exo_carat_set_regions(&low, 1) == 0);
     CHECK(exo_carat_fast_end == (lowest >= 4096 ? hi - EXO_CARAT_FAST_MIN_SPAN : 0));
+    if (lowest >= 4096)   /* below the top: closed above the region's end */
+        CHECK(exo_carat_fast_reach_base == below && exo_carat_fast_reach == hi + open);
+    else
+        CHECK(exo_carat_fast_reach_base == 4096 && exo_carat_fast_reach == hi - 4096);
     /* The record that ends 4 bytes before the region does (its field is the block's), and
      * the one 16 bytes further, whose field lies past the region's end. */
     const volatile struct record *last = (const volatile struct record *)(hi - 4096);
@@ -108,6 +124,7 @@ int main(int argc, char **argv)
 #endif
     CHECK(exo_carat_set_regions(NULL, 0) == 0);
     CHECK(exo_carat_fast_end == (lowest >= 4096 ? USER_TOP - EXO_CARAT_FAST_MIN_SPAN : 0));
+    CHECK(exo_carat_fast_reach_base == (lowest >= 4096 ? below : 4096));
     CHECK(read_at(block) == 7);
     free(block);
     printf("guard_fast_end: ok (vm.mmap_min_addr %lu)\n", (unsigned long)lowest);

@@ -13,12 +13,27 @@
  *   near           a call-free function whose reach from its argument is at most 4 KiB
  *                  (its entry check is one compare with the fast path's limit), called 4
  *                  bytes before the end of the one region (near_end): stopped at "the
- *                  versioned sum". */
+ *                  versioned sum".
+ * With the default region (no argument), a block mapped within 4 GiB of the top of user
+ * space and a null pointer the loop never reads through: their reaches run past the top and
+ * below the bottom, where every access faults, so the runtime's reach is open there
+ * (exo_carat_fast_reach_base, _reach) and the copy without guards runs; with the
+ * one-compare fast path closed for the call, a guarded copy would take the slow path at
+ * each read (the guards' count tells which ran). */
 #include "carat_check.h"
 
 #include <exomem/carat.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Built with the sanitizers (clang says so through __has_feature), the loops hold the
+ * sanitizers' calls and are not copied. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
 
 /* A loop with a data-dependent exit and an unsigned index that may wrap: no trip count to
  * merge over, but every block[i] lies in [block, block + 4 GiB). The call into the runtime
@@ -86,6 +101,77 @@ static __attribute__((noinline)) int near_end(void)
     return (int)sum8(local + 4092);          /* local[4096] is its fifth byte */
 }
 
+/* A loop from two bases, reaching [block, block + 4 GiB) and [weights, weights + 16 GiB);
+ * weights may be null, and is then never read. Nothing else guarded (the call into the
+ * runtime keeps the function from being versioned whole). */
+static __attribute__((noinline)) unsigned count_x(const unsigned char *block,
+                                                  const unsigned *weights)
+{
+    if (exo_carat_region_lookup((uintptr_t)block, 1) == 0)
+        return 0;
+    unsigned i = 0, w = 0;
+    while (block[i] == 'x') {   /* the versioned count */
+        if (weights)
+            w += weights[i];
+        i++;
+    }
+    return i + w;
+}
+
+#define USER_TOP ((uintptr_t)1 << 47)
+
+/* A page within 4 GiB of the top of user space, or NULL if every place tried is taken. */
+static unsigned char *map_near_top(void)
+{
+    for (uintptr_t below = (uintptr_t)1 << 31; below < ((uintptr_t)1 << 32);
+         below += (uintptr_t)1 << 27) {
+        void *p = mmap((void *)(USER_TOP - below), 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == (void *)(USER_TOP - below))
+            return p;
+        if (p != MAP_FAILED)
+            munmap(p, 4096);   /* a kernel without MAP_FIXED_NOREPLACE put it elsewhere */
+    }
+    return NULL;
+}
+
+/* The versioned loop over a page near the top, with a null second base: the copy without
+ * guards runs when the reach is open at both ends (unless the kernel lets this process map
+ * below 4096, or the processor has 5-level paging). */
+static void near_top(void)
+{
+    unsigned char *top = map_near_top();
+    if (!top) {
+        printf("guard_version: no page near the top of user space: not checked\n");
+        return;
+    }
+    memset(top, 'x', 4095);
+    top[4095] = 'y';
+    int open = exo_carat_fast_reach_base == (uintptr_t)0 - EXO_CARAT_FAST_OPEN &&
+               exo_carat_fast_reach >= 2 * EXO_CARAT_FAST_OPEN;
+    uintptr_t end = exo_carat_fast_end;
+    struct exo_carat_stats before, after;
+    exo_carat_get_stats(&before);
+    exo_carat_fast_end = 0;   /* every one-compare guard takes the exact slow path */
+    unsigned n = count_x(top, NULL);
+    exo_carat_fast_end = end;
+    exo_carat_get_stats(&after);
+    CHECK(n == 4095);
+#if defined(SANITIZED)
+    (void)open;
+#else
+    if (open)
+        CHECK(after.guard_slow == before.guard_slow);
+    else
+        CHECK(after.guard_slow >= before.guard_slow + 4095);
+#endif
+    unsigned weights[4096];
+    for (unsigned k = 0; k < 4096; k++)
+        weights[k] = k;
+    CHECK(count_x(top, weights) == 4095 + 4095 * 4094 / 2);
+    munmap(top, 4096);
+}
+
 /* Computed gotos take their targets from a table of block addresses, which would still
  * name the original blocks from a copy: neither this call-free function nor its dispatch
  * loop is copied. */
@@ -123,6 +209,7 @@ int main(int argc, char **argv)
         CHECK(compare4(block, 99, 98) == 1);   /* "ca" > "aa" */
         CHECK(compare4(block, 98, 99) == 0 && compare4(block, 200, 300) == 0);
         CHECK(sum8(block + 96) == 'a' * 36 + ('c' - 'a') * 5);   /* block[100] is p[4] */
+        near_top();
         printf("guard_version: %u %d\n", run_length(block, 8000), compare4(block, 96, 97));
         return 0;
     }
