@@ -78,7 +78,6 @@ static void open_reach(const struct exo_carat_region *r)
     __atomic_store_n(&exo_carat_fast_reach_base, base, __ATOMIC_RELEASE);
 }
 
-
 /* The one-compare fast path (carat.h: exo_carat_fast_end) of a set with a fast path: open
  * when nothing below its region can be mapped, so that an access below it that passes
  * faults as a page fault would. set_lock held. */
