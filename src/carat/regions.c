@@ -64,12 +64,19 @@ static bool no_user_memory_above_top(void)
 #endif
 }
 
+/* Can nothing below region r be mapped (it starts at or below the lowest address the
+ * kernel maps), so that an access below it faults as a page fault would? set_lock held. */
+static bool nothing_mappable_below(const struct exo_carat_region *r)
+{
+    return lowest_mappable && r->base <= lowest_mappable;
+}
+
 /* exo_carat_fast_reach_base and _reach for a fast path on region r (carat.h): open below
  * it when nothing below it can be mapped, above it when nothing above it can be. The reach
  * first, then the base, as for the fast path. set_lock held. */
 static void open_reach(const struct exo_carat_region *r)
 {
-    bool bottom = lowest_mappable && r->base <= lowest_mappable;
+    bool bottom = nothing_mappable_below(r);
     bool top = top_faults && r->base + r->len >= USER_HI;
     uintptr_t base = bottom ? (uintptr_t)0 - EXO_CARAT_FAST_OPEN : r->base;
     uintptr_t reach = top ? (bottom ? 2 * EXO_CARAT_FAST_OPEN : EXO_CARAT_FAST_OPEN)
@@ -83,7 +90,7 @@ static void open_reach(const struct exo_carat_region *r)
  * faults as a page fault would. set_lock held. */
 static void open_fast_end(const struct region_set *now)
 {
-    if (lowest_mappable && now->r[0].base <= lowest_mappable)
+    if (nothing_mappable_below(&now->r[0]))
         __atomic_store_n(&exo_carat_fast_end,
                          now->r[0].base + now->r[0].len - EXO_CARAT_FAST_MIN_SPAN,
                          __ATOMIC_RELEASE);
