@@ -5,6 +5,7 @@ import math
 import os
 
 import report
+from carat.evaluate import read_recipe_vars  # bench/ is on sys.path (run.py)
 from report import by_name, esc, fmt_bytes, fmt_num, table
 
 KEY = "carat_programs"
@@ -69,13 +70,13 @@ def all_programs():
 
 def extra_programs():
     """The recipes marked EXTRA=yes (minimap2, the multi-threaded one): shown beside the
-    programs the issue names, whose geomeans the targets are, but not judged with them."""
+    programs the issue names, whose geomeans the targets are, but not judged with them.
+    Read as the evaluation reads them (bench/carat/evaluate.py, which runs them last)."""
     out = []
     for p in all_programs():
         try:
-            with open(os.path.join(RECIPES, p + ".sh")) as f:
-                if any(line.strip() == "EXTRA=yes" for line in f):
-                    out.append(p)
+            if read_recipe_vars(os.path.join(RECIPES, p + ".sh")).get("EXTRA") == "yes":
+                out.append(p)
         except OSError:
             pass
     return out
