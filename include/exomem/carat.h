@@ -227,8 +227,9 @@ extern uintptr_t exo_carat_fast_end;
  * EXO_CARAT_FAST_MIN_SPAN bytes) are dropped on it, so it is open where every such access
  * faults in the hardware: below the fast path's region when that starts at or below the
  * lowest address the kernel maps (as for exo_carat_fast_end), and above it when it runs to
- * the top of user space (2^47) and the processor cannot map above that (no 5-level paging:
- * the addresses there are non-canonical or the kernel's). Open at the bottom, the base is
+ * the top of user space (2^47) and the kernel cannot map above that (no 5-level paging:
+ * the addresses there are non-canonical or the kernel's; asked at start-up with a probe
+ * mapping at 2^47, since a processor with 5-level paging may run a kernel without). Open at the bottom, the base is
  * minus EXO_CARAT_FAST_OPEN (a reach from a null pointer, whose code the program never
  * runs, passes); open at the top, the reach is EXO_CARAT_FAST_OPEN past the region's end
  * or more (memory mapped near the top, thread arenas and big blocks, passes reaches that

@@ -11,9 +11,6 @@
 #include "internal.h"
 
 #include <inttypes.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,20 +45,16 @@ EXO_API uintptr_t exo_carat_fast_reach_base = USER_LO, exo_carat_fast_reach = US
 static uintptr_t lowest_mappable;
 
 /* Does every address from USER_HI up fault (non-canonical, or the kernel's)? Not where
- * the processor has 5-level paging, whose user space may reach 2^56 for a program that
- * asks for a mapping there. Set at start-up. */
+ * the kernel runs 5-level paging, whose user space reaches 2^56 for a program that asks
+ * for a mapping there (a processor with LA57 under a kernel with 4-level paging faults
+ * there, so the kernel is asked, not the processor), nor where user space is wider than
+ * 2^47 anyway. Set at start-up. */
 static bool top_faults;
 
 static bool no_user_memory_above_top(void)
 {
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
-        return true;           /* no leaf 7: no 5-level paging either */
-    return !(c & (1u << 16));  /* LA57 */
-#else
-    return false;
-#endif
+    bool can;
+    return exo_os_can_map_at(USER_HI, &can) == 0 && !can;   /* unknown: it may not */
 }
 
 /* Can nothing below region r be mapped (it starts at or below the lowest address the

@@ -1,5 +1,5 @@
 /* /proc views of memory: the map (ranges, counts), pagemap (entries, PAGEMAP_SCAN),
- * clear_refs, the lowest mappable address; and the shared-memory files that MAP2 maps
+ * clear_refs, the lowest and highest mappable addresses; and the shared-memory files that MAP2 maps
  * twice. */
 #include "os/os.h"
 #include "os/os_vm.h"
@@ -161,5 +161,21 @@ int exo_os_lowest_map_addr(uint64_t *addr)
     if (v < 0)
         return -EXO_EIO;
     *addr = (uint64_t)v;
+    return 0;
+}
+
+int exo_os_can_map_at(uint64_t addr, bool *can)
+{
+    void *p = mmap((void *)addr, 4096, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) {
+        if (errno != ENOMEM && errno != EEXIST)
+            return -exo_os_code(errno);
+        *can = errno == EEXIST;   /* EEXIST: something is mapped there already */
+        return 0;
+    }
+    /* A kernel older than 4.17 takes the flag for a hint: it honours one it can map. */
+    *can = (uint64_t)p == addr;
+    munmap(p, 4096);
     return 0;
 }

@@ -33,6 +33,14 @@ long exo_os_map_count(void);
  * vm.mmap_min_addr) into *addr: 0, or a negative code if it cannot be read. */
 int exo_os_lowest_map_addr(uint64_t *addr);
 
+/* Could this process map a page at addr (page-aligned)? *can is true when a page could be
+ * mapped there or something already is; false when the kernel refuses the address as past
+ * the top of user space (ENOMEM: x86 with 4-level paging above 2^47 - 4096, even where the
+ * processor has 5-level paging). A negative code when the probe says nothing (another
+ * error). Maps and unmaps one PROT_NONE page when it can; not thread-safe against a
+ * MAP_FIXED mapping of that page by another thread. */
+int exo_os_can_map_at(uint64_t addr, bool *can);
+
 /* --- signals --- */
 
 /* Install fn for sig (SA_SIGINFO|SA_ONSTACK|SA_NODEFER|SA_RESTART), storing the previous
