@@ -349,6 +349,28 @@ bool mayCarryPointer(Value *V, const DataLayout &DL) {
   return false;
 }
 
+// Does the store's type-based alias tag say that it writes scalars narrower than a pointer
+// (clang's "int", "short", "float", "_Bool")? Then no lane of it holds a pointer a move could
+// patch: C's aliasing rules, which the optimiser already relies on, let no pointer be
+// stored through such an lvalue (a pointer split into two ints is hidden by arithmetic, as
+// no move can see). bzip2's sort swaps its int arrays four lanes at a time, and each lane
+// called the escape hook. A tag of "omnipotent char" (a byte copy), "long" (uintptr_t) or
+// "any pointer", or none (-fno-strict-aliasing, or lanes of different types merged), says
+// nothing.
+bool storesNarrowScalars(const StoreInst *SI) {
+  const MDNode *Tag = SI->getMetadata(LLVMContext::MD_tbaa);
+  if (!Tag || Tag->getNumOperands() < 3)   // struct-path tags: (base, access, offset)
+    return false;
+  const auto *Access = dyn_cast<MDNode>(Tag->getOperand(1));
+  if (!Access || Access->getNumOperands() < 1)
+    return false;
+  const auto *Name = dyn_cast<MDString>(Access->getOperand(0));
+  if (!Name)
+    return false;
+  StringRef N = Name->getString();
+  return N == "int" || N == "short" || N == "float" || N == "_Bool";
+}
+
 // Does Ptr point into a stack object of this function, whichever way the phis and selects
 // before it go? A store there needs no escape hook, escaping or not: a move scans every
 // stopped thread's stack from its stack pointer up and patches the words there, and a frame
@@ -596,7 +618,7 @@ void trackFunction(Module &M, Runtime &R, Function &F, bool Allocs, bool Escapes
           emitEscape(R, SI, Slot, BL.CreateExtractElement(V, BL.getInt64(L)), SI->getAlign());
         }
         C.Escapes++;
-      } else if (mayCarryPointer(V, DL)) {
+      } else if (mayCarryPointer(V, DL) && !storesNarrowScalars(SI)) {
         // Memory copied as integers or vectors (a struct copy after SROA): each 8-byte lane
         // may be a pointer; the runtime keeps the ones that point into an allocation.
         unsigned Lanes = DL.getTypeStoreSize(V->getType()).getFixedValue() / 8;

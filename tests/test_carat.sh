@@ -64,6 +64,21 @@ EXOMEM_CARAT_STATS=$dir/t.json "$cc" "${flags[@]}" "$src/tests/carat/tracking_co
 [ "$(stat "$dir/t.json" escape_sites)" -ge 3 ] || bad "escape sites $(stat "$dir/t.json" escape_sites), want >= 3"
 "$dir/tracking" || bad "tracking_counts failed to run"
 
+# Integer lanes: an int array swapped four lanes at a time is not hooked as a copy of data
+# that may hold pointers (its stores' alias tags say "int"); without the tags, or over
+# uintptr_t, it is (int_copies.c).
+for v in int:0 noalias:1 words:1; do
+    extra=(); [ ${v%:*} = noalias ] && extra=(-fno-strict-aliasing)
+    [ ${v%:*} = words ] && extra=(-DWORDS)
+    rm -f "$dir/icp.json"   # the plugin appends a line per module
+    EXOMEM_CARAT_STATS=$dir/icp.json "$cc" "${flags[@]}" "${extra[@]}" \
+        "$src/tests/carat/int_copies.c" -o "$dir/int_copies" || bad "int_copies.c did not build (${v%:*})"
+    n=$(stat "$dir/icp.json" copy_sites)
+    if [ ${v#*:} = 0 ]; then [ "$n" = 0 ] || bad "int_copies (${v%:*}): copy sites $n, want 0"
+    else [ "${n:-0}" -ge 1 ] || bad "int_copies (${v%:*}): copy sites $n, want >= 1"; fi
+    "$dir/int_copies" || bad "int_copies (${v%:*}) failed"
+done
+
 # The inline hooks: no escape hook for stores into stack objects (escaping or not) or of
 # stack addresses; each escape appended to the log inline (the hook called on the rare path
 # only: one call and two compiler fences per site); stack objects registered and released
