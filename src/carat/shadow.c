@@ -57,11 +57,23 @@ static bool shadowed(uintptr_t addr, uint64_t len, uintptr_t *lo, uintptr_t *hi)
     return *lo < *hi;
 }
 
+/* Shadows of at least this many bytes are cleared by giving their whole pages back to the
+ * kernel rather than writing zeros over them. */
+#define DROP_MIN ((uint64_t)256 << 10)
+
 void exo_carat_shadow_clear(uintptr_t addr, uint64_t len)
 {
     uintptr_t lo, hi;
-    if (exo_carat_shadow_on && shadowed(addr, len, &lo, &hi))
-        memset((void *)(lo - SUB), 0, hi - lo);
+    if (!exo_carat_shadow_on || !shadowed(addr, len, &lo, &hi))
+        return;
+    uintptr_t s = lo - SUB, e = hi - SUB;
+    uintptr_t ps = (s + PAGE - 1) & ~(uintptr_t)(PAGE - 1), pe = e & ~(uintptr_t)(PAGE - 1);
+    if (e - s < DROP_MIN || exo_os_drop_pages(ps, pe - ps) != 0) {
+        memset((void *)s, 0, e - s);
+        return;
+    }
+    memset((void *)s, 0, ps - s);
+    memset((void *)pe, 0, e - pe);
 }
 
 void exo_carat_shadow_copy(uintptr_t dst, uintptr_t src, uint64_t len)

@@ -11,6 +11,8 @@
  *   words that are no pointers left out of it); a realloc that moves the block.
  * - A word that only looks like a pointer (a tag byte over its low byte) is not changed.
  * - The escapes a query counts: live slots only (a freed block's are gone).
+ * - A big block's shadow, full of pointers, is given back to the kernel at its free (its
+ *   whole pages no longer in memory) and reads as zero, up to its last word.
  * Built with -I src (carat_abi.h: where the shadow is). */
 #include "carat_check.h"
 #include "carat/carat_abi.h"
@@ -19,6 +21,7 @@
 #include <exomem/error.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static inline void raw_store(void *at, uintptr_t v)
 {
@@ -62,6 +65,44 @@ static uint64_t escapes(const char *p)
     struct exo_carat_alloc_info info;
     CHECK(exo_carat_alloc_find(p, &info) == 0);
     return info.escapes;
+}
+
+static uintptr_t *shadow_of(void *p)
+{
+    return (uintptr_t *)((uintptr_t)p - EXO_CARAT_ABI_SHADOW_SUB);
+}
+
+/* How many of the pages [from, to) touches are in memory (*in), of how many (*all). */
+static void pages_in_memory(uintptr_t from, uintptr_t to, size_t *in, size_t *all)
+{
+    uintptr_t lo = from & ~(uintptr_t)4095, hi = (to + 4095) & ~(uintptr_t)4095;
+    *all = (hi - lo) / 4096;
+    *in = 0;
+    unsigned char *vec = malloc(*all);
+    CHECK(vec && mincore((void *)lo, hi - lo, vec) == 0);
+    for (size_t i = 0; i < *all; i++)
+        *in += vec[i] & 1;
+    free(vec);
+}
+
+static void big_block_freed(char *target)
+{
+    enum { WORDS = (1 << 20) / 8 };
+    char **big = malloc(WORDS * sizeof *big);
+    CHECK(big);
+    for (int i = 0; i < WORDS; i++)
+        put(&big[i], target);
+    uintptr_t *first = shadow_of(&big[0]), *middle = shadow_of(&big[WORDS / 2]),
+              *last = shadow_of(&big[WORDS - 1]);
+    size_t in, all;
+    pages_in_memory((uintptr_t)first, (uintptr_t)(last + 1), &in, &all);
+    CHECK(in == all && all >= 256);
+    CHECK(*first == (uintptr_t)target && *last == (uintptr_t)target);
+    free(big);
+    /* At most the two pages at its ends, which its neighbours' shadows share. */
+    pages_in_memory((uintptr_t)first, (uintptr_t)(last + 1), &in, &all);
+    CHECK(in <= 2);
+    CHECK(*first == 0 && *middle == 0 && *last == 0);
 }
 
 int main(void)
@@ -145,6 +186,7 @@ int main(void)
     CHECK(odd->p == block + 16);
     memcpy(&got, shifted + 4, sizeof got);
     CHECK(got == block);
+    big_block_freed(block);
     free(odd);
     free(shifted);
     free(block);
