@@ -74,7 +74,8 @@ for v in int:0 noalias:1 words:1; do
     [ ${v%:*} = words ] && extra=(-DWORDS)
     rm -f "$dir/icp.json"   # the plugin appends a line per module
     EXOMEM_CARAT_STATS=$dir/icp.json "$cc" "${flags[@]}" "${extra[@]}" \
-        "$src/tests/carat/int_copies.c" -o "$dir/int_copies" || bad "int_copies.c did not build (${v%:*})"
+        "$src/tests/carat/int_copies.c" -o "$dir/int_copies" ||
+        bad "int_copies.c did not build (${v%:*})"
     n=$(stat "$dir/icp.json" copy_sites)
     if [ ${v#*:} = 0 ]; then [ "$n" = 0 ] || bad "int_copies (${v%:*}): copy sites $n, want 0"
     else [ "${n:-0}" -ge 1 ] || bad "int_copies (${v%:*}): copy sites $n, want >= 1"; fi

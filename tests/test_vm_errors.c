@@ -231,6 +231,24 @@ static void failed_protect_changes_nothing(exo_vm_engine engine)
     munmap(mem, 8 * PG);
 }
 
+/* The probe of the top of user space (exo_os_can_map_at, which CARAT's regions ask at
+ * start-up): a failed probe says nothing, not even an injected ENOMEM, which a real probe
+ * takes for "past the top"; and it leaves nothing mapped. */
+static void top_probe(void)
+{
+    const uint64_t top = (uint64_t)1 << 47;
+    bool can = true;
+    exo_os_fault_arm(EXO_FAULT_MAP, 1, ENOMEM);
+    CHECK(exo_os_can_map_at(top, &can) < 0);
+    CHECK(exo_os_fault_fired() && can);
+    exo_os_fault_disarm();
+    long maps = exo_os_map_count();
+    CHECK_OK(exo_os_can_map_at(top - 2 * PG, &can));   /* below the top: free or taken */
+    CHECK(can);
+    CHECK_OK(exo_os_can_map_at(top, &can));
+    CHECK_EQ(exo_os_map_count(), maps);
+}
+
 static void map2_errors(void)
 {
     exo_vm_map2 m;
@@ -264,6 +282,7 @@ int main(void)
     if (uffd)
         failed_protect_changes_nothing(EXO_VM_ENGINE_UFFD);
     map2_errors();
+    top_probe();
     printf("ok\n");
     return 0;
 }

@@ -229,11 +229,12 @@ extern uintptr_t exo_carat_fast_end;
  * lowest address the kernel maps (as for exo_carat_fast_end), and above it when it runs to
  * the top of user space (2^47) and the kernel cannot map above that (no 5-level paging:
  * the addresses there are non-canonical or the kernel's; asked at start-up with a probe
- * mapping at 2^47, since a processor with 5-level paging may run a kernel without). Open at the bottom, the base is
- * minus EXO_CARAT_FAST_OPEN (a reach from a null pointer, whose code the program never
- * runs, passes); open at the top, the reach is EXO_CARAT_FAST_OPEN past the region's end
- * or more (memory mapped near the top, thread arenas and big blocks, passes reaches that
- * run past it). Otherwise they are the fast path's base and span. */
+ * mapping at 2^47, since a processor with 5-level paging may run a kernel without). Open
+ * at the bottom, the base is minus EXO_CARAT_FAST_OPEN (a reach from a null pointer,
+ * whose code the program never runs, passes); open at the top, the reach is
+ * EXO_CARAT_FAST_OPEN past the region's end or more (memory mapped near the top, thread
+ * arenas and big blocks, passes reaches that run past it). Otherwise they are the fast
+ * path's base and span. */
 extern uintptr_t exo_carat_fast_reach_base, exo_carat_fast_reach;
 #define EXO_CARAT_FAST_OPEN ((uintptr_t)1 << 62)
 #define EXO_CARAT_FAST_MIN_SPAN ((uintptr_t)4096)

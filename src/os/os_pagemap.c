@@ -1,6 +1,6 @@
 /* /proc views of memory: the map (ranges, counts), pagemap (entries, PAGEMAP_SCAN),
- * clear_refs, the lowest and highest mappable addresses; and the shared-memory files that MAP2 maps
- * twice. */
+ * clear_refs, the lowest and highest mappable addresses; and the shared-memory files that
+ * MAP2 maps twice. */
 #include "os/os.h"
 #include "os/os_vm.h"
 #include "internal.h"
@@ -166,6 +166,8 @@ int exo_os_lowest_map_addr(uint64_t *addr)
 
 int exo_os_can_map_at(uint64_t addr, bool *can)
 {
+    if (exo_os_fault(EXO_FAULT_MAP))   /* an injected fault, ENOMEM too: unknown */
+        return -exo_os_code(errno);
     void *p = mmap((void *)addr, 4096, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) {

@@ -36,9 +36,10 @@ int exo_os_lowest_map_addr(uint64_t *addr);
 /* Could this process map a page at addr (page-aligned)? *can is true when a page could be
  * mapped there or something already is; false when the kernel refuses the address as past
  * the top of user space (ENOMEM: x86 with 4-level paging above 2^47 - 4096, even where the
- * processor has 5-level paging). A negative code when the probe says nothing (another
- * error). Maps and unmaps one PROT_NONE page when it can; not thread-safe against a
- * MAP_FIXED mapping of that page by another thread. */
+ * processor has 5-level paging; a process at vm.max_map_count gets ENOMEM too, so ask
+ * early). A negative code, *can untouched, when the probe says nothing (another error, or
+ * an injected EXO_FAULT_MAP). Does not block; maps and unmaps one PROT_NONE page when it
+ * can; not thread-safe against a MAP_FIXED mapping of that page by another thread. */
 int exo_os_can_map_at(uint64_t addr, bool *can);
 
 /* --- signals --- */

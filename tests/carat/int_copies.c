@@ -1,5 +1,5 @@
 /* Stores of integer lanes the escape tracking must not take for pointers (test_carat.sh
- * checks the plugin's copy_sites): swap_ints's loop is vectorised into <4 x i32> loads and
+ * checks the plugin's copy_sites): swap_elems's loop is vectorised into <4 x i32> loads and
  * stores whose type-based alias tag is "int", and no lane of them can hold a pointer. Built
  * with -fno-strict-aliasing (no tags) its stores are hooked as copies of unknown data, and
  * with -DWORDS the same loop over uintptr_t ("long", which may hold a pointer) is too. */
