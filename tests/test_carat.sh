@@ -282,7 +282,8 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # block after it; a block another thread's realloc had just freed, tracked and stored into
 # before that realloc's hook forgot the old block; children of a multi-threaded process
 # that fork and exec; a block mapped against two threads' stacks, whose edges are its
-# header and one-past-the-end addresses.
+# header and one-past-the-end addresses; bases for 1-based indexing (`a - 1`) stored in a
+# heap object and a global, which lie in the block's chunk header.
 # The move tests that need glibc's allocator, not run in the sanitizer build (why: below).
 glibc_only="move_self move_threads move_inline move_next_chunk move_altstack realloc_window \
             move_fragmented move_stack_edge"
@@ -290,7 +291,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
          move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window \
-         fork_child move_fragmented move_stack_edge; do
+         fork_child move_fragmented move_stack_edge move_below_base; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -355,7 +356,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
          move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
-         realloc_window fork_child move_fragmented move_stack_edge; do
+         realloc_window fork_child move_fragmented move_stack_edge move_below_base; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).

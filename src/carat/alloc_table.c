@@ -424,6 +424,8 @@ void exo_carat_alloc_table_widen(struct alloc_table *t, uintptr_t base, uintptr_
     /* Read without the lock by the escape hook's filter (alloc_table.h), and widened
      * without it by threads for their pending blocks (pending.c): a bound is only ever
      * replaced by a wider one, atomically. */
+    /* A heap block's chunk header is its too, for the escapes (hooks.c, target_of) */
+    base = base > EXO_CARAT_CHUNK_HEADER ? base - EXO_CARAT_CHUNK_HEADER : 0;
     uintptr_t lo = __atomic_load_n(&t->lo, __ATOMIC_RELAXED);
     while (base < lo && !__atomic_compare_exchange_n(&t->lo, &lo, base, true, __ATOMIC_RELAXED,
                                                      __ATOMIC_RELAXED))
@@ -595,6 +597,11 @@ struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr)
     if (a)
         *c = (struct cache_entry){ a->base, a->size, a };
     return a;
+}
+
+struct alloc *exo_carat_alloc_table_at(const struct alloc_table *t, uintptr_t base)
+{
+    return base - t->lo < t->hi - t->lo ? by_base_get(t, base) : NULL;
 }
 
 bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr)

@@ -45,6 +45,12 @@ struct escape_set {
     uint32_t count;
 };
 
+/* The header glibc's malloc keeps before every block (its chunk's size and the size of the
+ * chunk before, whose block may use those 8 bytes while in use): addresses in it are the
+ * block's for a move (move.c) and for the escape map (hooks.c), unless the block before
+ * owns them. AddressSanitizer's allocator keeps a header of the same length. */
+#define EXO_CARAT_CHUNK_HEADER 16
+
 /* One cache line (64 bytes): a program with millions of small blocks walks and writes
  * these for every allocation, free and escape. */
 struct alloc {
@@ -195,6 +201,9 @@ int exo_carat_alloc_table_resize(struct alloc_table *t, uintptr_t base, uintptr_
 uintptr_t exo_carat_alloc_table_remove(struct alloc_table *t, uintptr_t base);
 /* The allocation containing addr, or NULL. */
 struct alloc *exo_carat_alloc_table_find(struct alloc_table *t, uintptr_t addr);
+/* The allocation starting at base, or NULL: one probe (its head word, or the hash by base),
+ * where a failed exo_carat_alloc_table_find searches every index. Not a pending one. */
+struct alloc *exo_carat_alloc_table_at(const struct alloc_table *t, uintptr_t base);
 /* Does an allocation contain addr? exo_carat_alloc_table_find(t, addr) != NULL, cheaper
  * for an 8-byte aligned addr in a small block: no node is read. */
 bool exo_carat_alloc_table_holds(struct alloc_table *t, uintptr_t addr);

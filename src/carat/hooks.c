@@ -105,13 +105,22 @@ struct carat_thread *exo_carat_thread_self(void)
 }
 
 /* The tracked allocation value points into, or one past the end of (glibc puts no other
- * block there), or NULL (lock held). */
+ * block there), or whose malloc chunk header it lies in, or NULL (lock held). A header
+ * address that no block before owns (its last word or end: found first) is a base for
+ * 1-based indexing, `a - 1`, as programs store them: a move patches it with the block
+ * (move.c, in_own_chunk), where before it was dropped and kept the old address. */
 static struct alloc *target_of(uintptr_t value)
 {
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);
     if (!a) {
         a = exo_carat_alloc_table_find(&exo_carat.table, value - 1);
         if (a && value != a->base + a->size)
+            a = NULL;
+    }
+    if (!a) {
+        a = exo_carat_alloc_table_at(&exo_carat.table,
+                                     (value | (EXO_CARAT_CHUNK_HEADER - 1)) + 1);
+        if (a && a->kind != EXO_CARAT_HEAP)
             a = NULL;
     }
     return a;

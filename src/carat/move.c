@@ -272,7 +272,7 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
     for (uint32_t i = 0; i < s->cap; i++) {
         struct escape_slot *e = &s->slots[i];
         uintptr_t value = escape_value(e);
-        if (!e->slot || value - p->base > p->size)   /* one past the end too */
+        if (!e->slot || !in_own_chunk(p, value))   /* header and one past the end too */
             continue;
         if (!slot_usable(e->slot, escape_in_alloc(e)) || malloc_link(p, e->slot, value)) {
             follow_block(p, e);
@@ -287,14 +287,18 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
     patch_batch(p, batch, n);
 }
 
-/* A slot whose shadow word points into the block (shadow.h): patched if it still holds that
- * very value and is not glibc's link (malloc_link), and its shadow follows the block either
- * way (a thread stopped between the shadow store and its own store writes the patched
- * register there next). The slot lies in a writable mapping of this stop: it can be read. */
+/* A slot whose shadow word points into the block's own chunk (shadow.h; its header too, a
+ * base for 1-based indexing, unless the block before owns that address): patched if it
+ * still holds that very value and is not glibc's link (malloc_link), and its shadow
+ * follows the block either way (a thread stopped between the shadow store and its own
+ * store writes the patched register there next). The slot lies in a writable mapping of
+ * this stop: it can be read. */
 CARAT_NO_ASAN static void patch_shadow_slot(uintptr_t slot, uintptr_t *shadow, void *arg)
 {
     struct patch *p = arg;
     uintptr_t v = *shadow, word;
+    if (v < p->base && owned_by_block_before(p, v))
+        return;
     memcpy(&word, (const void *)slot, sizeof word);
     if (word == v && !malloc_link(p, slot, v))
         patch_word(p, (uintptr_t *)slot);
@@ -308,7 +312,7 @@ static void patch_shadow(struct patch *p)
     int n;
     const uintptr_t *ranges = exo_carat_shadow_on ? exo_carat_mappings_all(&n) : NULL;
     if (ranges)
-        exo_carat_shadow_visit(ranges, n, p->base, p->base + p->size, patch_shadow_slot, p);
+        exo_carat_shadow_visit(ranges, n, p->own_lo, p->own_hi - 1, patch_shadow_slot, p);
 }
 
 /* Vector registers: memcpy and struct copies carry pointers (and their own cursors) through
@@ -674,8 +678,9 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
      * address), which programs keep as the end of a block they carve up by its usable size
      * (the escape sets keep them too: a value may be base + span). */
     struct patch p = { .base = base, .size = span, .delta = (intptr_t)((uintptr_t)dest - base),
-                       .own_lo = base - 16, .own_hi = base + span + 1, .requester = requester,
-                       .requester_floor = requester_floor, .check = true };
+                       .own_lo = base - EXO_CARAT_CHUNK_HEADER, .own_hi = base + span + 1,
+                       .requester = requester, .requester_floor = requester_floor,
+                       .check = true };
     for (int i = 0; i < nparked; i++)
         if (parked[i].ucontext)
             patch_thread(&p, &parked[i]);
