@@ -197,6 +197,13 @@ void exo_carat_mover_fork_prepare(void);
 void exo_carat_mover_fork_parent(void);
 void exo_carat_mover_fork_child(void);
 
+/* ---- a block's usable size (usable_size.c) ---- */
+
+/* The usable size of the heap block p, which malloc has just returned (so is in use): read
+ * from glibc's chunk header once the program's first blocks showed that its malloc is
+ * glibc's, else malloc_usable_size. Thread-safe, never blocks. */
+uint64_t exo_carat_usable_size(void *p);
+
 /* ---- where a move's copy goes (copy_place.c) ---- */
 
 /* A move's copy keeps the block's address modulo this at least (and its alignment). */

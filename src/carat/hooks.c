@@ -7,7 +7,6 @@
 #include "internal.h"
 #include "os/os.h"
 
-#include <malloc.h>
 #include <string.h>
 
 /* Both visible to the program and its shared libraries: the plugin's inline code reads and
@@ -392,7 +391,7 @@ CARAT_NO_ASAN void exo_carat_scan_known(uintptr_t dst, uintptr_t from, uint64_t 
  * escapes of the asked-for bytes only, and the next move left that pointer stale. */
 static uint64_t heap_extent(void *p, uint64_t asked)
 {
-    uint64_t usable = malloc_usable_size(p);
+    uint64_t usable = exo_carat_usable_size(p);
     return asked == UINT64_MAX || usable > asked ? usable : asked;
 }
 

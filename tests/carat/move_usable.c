@@ -15,8 +15,34 @@
 
 static char *ends[BLOCKS];
 
+/* The table holds each block with its usable size (read from malloc's chunk header when
+ * malloc is glibc's): checked for blocks from the thread's cache, the heap, aligned ones,
+ * grown by realloc, and mapped on their own. */
+static void check_extents(void)
+{
+    static const size_t sizes[] = { 1, 8, 24, 25, 40, 100, 1000, 4000, 70000, 300000,
+                                    3u << 20 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char *p = malloc(sizes[i]);
+        char *q = aligned_alloc(64, (sizes[i] + 63) / 64 * 64);
+        char *r = realloc(malloc(16), sizes[i] + 16);
+        CHECK(p && q && r);
+        char *all[] = { p, q, r };
+        for (int k = 0; k < 3; k++) {
+            struct exo_carat_alloc_info info;
+            CHECK(exo_carat_alloc_find(all[k], &info) == 0);
+            CHECK(info.base == (uintptr_t)all[k]);
+            CHECK(info.size == malloc_usable_size(all[k]));
+        }
+        free(r);
+        free(q);
+        free(p);
+    }
+}
+
 int main(void)
 {
+    check_extents();
     char *blocks[BLOCKS];
     size_t usable[BLOCKS];
     int moved = 0;
