@@ -285,15 +285,17 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # header and one-past-the-end addresses; bases for 1-based indexing (`a - 1`) stored in a
 # heap object and a global, which lie in the block's chunk header; arrays of pointers
 # copied with memcpy by one thread while another moves their sources, destinations and
-# targets (the copy hook is bracketed: without, the shadow's build failed every run).
+# targets (the copy hook is bracketed: without, the shadow's build failed every run); a
+# block moved while another thread's fread, memset and memcmp work on it (refused).
 # The move tests that need glibc's allocator, not run in the sanitizer build (why: below).
 glibc_only="move_self move_threads move_inline move_next_chunk move_altstack realloc_window \
-            move_fragmented move_stack_edge move_copies"
+            move_fragmented move_stack_edge move_copies move_libc_copy"
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
          move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window \
-         fork_child move_fragmented move_stack_edge move_below_base move_copies; do
+         fork_child move_fragmented move_stack_edge move_below_base move_copies \
+         move_libc_copy; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -312,7 +314,8 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # move_stack_edge needs glibc to map a big block on its own, next to the test's stacks;
     # move_copies moves blocks while another thread copies them, and under ASan that copy is
     # the sanitizer's memcpy, which works out both ends' shadow first (its check failed when
-    # a move came in the middle: the limit carat.md states for programs built with ASan).
+    # a move came in the middle: the limit carat.md states for programs built with ASan);
+    # move_libc_copy too, and its memset, fread and memcmp are the sanitizer's there.
     if [ $sanitized = yes ] && [[ " $glibc_only " == *" $t "* ]]; then
         echo "sanitizer build: $t not run"
         continue
@@ -362,7 +365,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
          move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
          realloc_window fork_child move_fragmented move_stack_edge move_below_base \
-         move_copies; do
+         move_copies move_libc_copy; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
