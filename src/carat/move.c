@@ -86,6 +86,8 @@ struct patch {
     uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
     uintptr_t derived_value;   /* the first of them, for the error message */
     bool stack_unknown;        /* a thread on an alternate stack, its own not known: refused */
+    uintptr_t libc_busy;       /* check: a register of a thread in the C library that points
+                                * into the block (the first found), refusing the move too */
 };
 
 /* Is v in the block's own malloc chunk (one past its usable end included)? Those are
@@ -169,15 +171,12 @@ static bool next_chunk_in_libc(const struct patch *p, uintptr_t v)
     return p->in_libc && v - p->base >= p->size - 8 && v - p->base < p->size;
 }
 
-/* A call-clobbered register of a thread stopped inside the C library that points into the
- * block's chunk (its value; 0: none)? The library's memory and string functions (memcpy, memset, memcmp, the
- * copy under fread) keep their state in those registers, and with a pointer into the block
- * they may keep the distance between their two ends, or an end worked out ahead, which no
- * move can patch: the copy then went on from the wrong place. bzip2 -d under 100 moves a
- * second stopped with "data integrity error" a few runs in a thousand (fread into its
- * buffer), and a thread reading a file into a block that another moved 20,000 times got 291
- * wrong reads in 25 million. Such a move is refused. The callee-saved registers hold the
- * program's values, which the library keeps for its caller, and are patched as before. */
+/* A call-clobbered register of a thread stopped in the C library that points into the
+ * block's chunk (0: none). The library's memory functions (memcpy under fread, memset,
+ * memcmp) keep their state there, and beside such a pointer perhaps the distance between
+ * their two ends, which no move can patch: the copy went on from the wrong place (bzip2 -d
+ * under 100 moves a second, "data integrity error"). The move is refused. Callee-saved
+ * registers hold the caller's values, kept for it, and are patched as before. */
 #if defined(__x86_64__)
 static uintptr_t libc_register_in_block(const struct patch *p, const greg_t *g)
 {
@@ -495,8 +494,8 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
     bool caller_only = p->check && pk->tid == p->requester && p->requester_floor &&
                        !pk->on_alternate_stack && p->requester_floor - lo < hi - lo;
     uintptr_t busy = p->check && !caller_only ? libc_register_in_block(p, g) : 0;
-    if (busy && !p->derived++)
-        p->derived_value = busy;
+    if (busy && !p->libc_busy)
+        p->libc_busy = busy;
     if (!caller_only) {
         static const int regs[] = { REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,
                                     REG_RBP, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12,
@@ -709,12 +708,20 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         if (parked[i].ucontext)
             patch_thread(&p, &parked[i]);
     patch_partial_entries(&p);
-    if (p.derived || p.stack_unknown) {
+    if (p.derived || p.libc_busy || p.stack_unknown) {
         exo_carat_shadow_refused(base);
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
         atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        if (!p.derived && p.libc_busy) {
+            long off = (long)(p.libc_busy - base);   /* in the block's chunk: from -16 */
+            return exo_fail(EXO_EAGAIN, "a thread stopped in the C library holds %#lx (offset "
+                            "%+ld of the %lu-byte allocation at %#lx) in a register, as its "
+                            "memory functions do while they work on a block: nothing moved, "
+                            "try again", (unsigned long)p.libc_busy, off,
+                            (unsigned long)size, (unsigned long)base);
+        }
         if (!p.derived)
             return exo_fail(EXO_EAGAIN, "a thread stopped on its alternate signal stack (in a "
                             "handler, or a coroutine run there), and its own stack, which may "
