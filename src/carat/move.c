@@ -21,8 +21,9 @@
  * address (the block before's last word or end in the header; the block after's base
  * minus 8 or 16 at the end): the move is refused then. Any other address within
  * DERIVED_REACH bytes of the block and outside every other tracked allocation cannot be
- * told from a pointer to the neighbouring memory: a move first looks for them in every stopped thread and is refused
- * (nothing changed) when it finds one; the mover tries again at its next tick. So is a
+ * told from a pointer to the neighbouring memory: a move first looks for them in every
+ * stopped thread and is refused (nothing changed) when it finds one; the mover tries
+ * again at its next tick. So is a
  * move while a thread stopped inside the C library holds an edge of the block's chunk, or
  * the next chunk's address (the block's last usable word): those are malloc's. */
 #include "carat/carat_internal.h"
@@ -253,7 +254,8 @@ static void follow_block(const struct patch *p, struct escape_slot *e)
  * block (after the compare, which needs the value from before the move). */
 CARAT_NO_ASAN static void patch_batch(struct patch *p, struct escape_slot **e, uint32_t n)
 {
-    uintptr_t addr[PATCH_BATCH] = { 0 }, word[PATCH_BATCH];   /* set: gcc cannot tell n is in range */
+    /* addr set: gcc cannot tell n is in range */
+    uintptr_t addr[PATCH_BATCH] = { 0 }, word[PATCH_BATCH];
     bool ok[PATCH_BATCH];
     if (n == 0)
         return;
@@ -731,8 +733,9 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
                                           : (long)(p.derived_value - base);
         return exo_fail(EXO_EAGAIN, "a stopped thread holds %#lx (offset %+ld of the %lu-byte "
                         "allocation at %#lx), an address derived from it or malloc's own, that "
-                        "a move cannot patch: nothing moved, try again", (unsigned long)p.derived_value,
-                        off, (unsigned long)size, (unsigned long)base);
+                        "a move cannot patch: nothing moved, try again",
+                        (unsigned long)p.derived_value, off, (unsigned long)size,
+                        (unsigned long)base);
     }
     p.check = false;
     p.in_libc = false;
