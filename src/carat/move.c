@@ -183,7 +183,9 @@ static uintptr_t libc_register_in_block(const struct patch *p, const greg_t *g)
 {
     static const int clobbered[] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_R8,
                                      REG_R9, REG_R10, REG_R11 };
-    for (size_t i = 0; p->in_libc && i < sizeof clobbered / sizeof clobbered[0]; i++)
+    if (!p->in_libc)
+        return 0;
+    for (size_t i = 0; i < sizeof clobbered / sizeof clobbered[0]; i++)
         if (in_own_chunk(p, (uintptr_t)g[clobbered[i]]))
             return (uintptr_t)g[clobbered[i]];
     return 0;
@@ -716,26 +718,24 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         exo_carat_world_resume();
         free(dest);
         atomic_fetch_add(&exo_carat.count.moves_refused, 1);
-        if (!p.derived && p.libc_busy) {
-            long off = (long)(p.libc_busy - base);   /* in the block's chunk: from -16 */
-            return exo_fail(EXO_EAGAIN, "a thread stopped in the C library holds %#lx (offset "
-                            "%+ld of the %lu-byte allocation at %#lx) in a register, as its "
-                            "memory functions do while they work on a block: nothing moved, "
-                            "try again", (unsigned long)p.libc_busy, off,
-                            (unsigned long)size, (unsigned long)base);
-        }
-        if (!p.derived)
+        if (!p.derived && !p.libc_busy)
             return exo_fail(EXO_EAGAIN, "a thread stopped on its alternate signal stack (in a "
                             "handler, or a coroutine run there), and its own stack, which may "
                             "hold the allocation's address, is not known: nothing moved, try "
                             "again");
-        long off = p.derived_value < base ? -(long)(base - p.derived_value)
-                                          : (long)(p.derived_value - base);
+        /* the address a move cannot patch is named before a register of the C library's */
+        uintptr_t held = p.derived ? p.derived_value : p.libc_busy;
+        long off = held < base ? -(long)(base - held) : (long)(held - base);
+        if (!p.derived)
+            return exo_fail(EXO_EAGAIN, "a thread stopped in the C library holds %#lx (offset "
+                            "%+ld of the %lu-byte allocation at %#lx) in a register, as its "
+                            "memory functions do while they work on a block: nothing moved, "
+                            "try again", (unsigned long)held, off, (unsigned long)size,
+                            (unsigned long)base);
         return exo_fail(EXO_EAGAIN, "a stopped thread holds %#lx (offset %+ld of the %lu-byte "
                         "allocation at %#lx), an address derived from it or malloc's own, that "
-                        "a move cannot patch: nothing moved, try again",
-                        (unsigned long)p.derived_value, off, (unsigned long)size,
-                        (unsigned long)base);
+                        "a move cannot patch: nothing moved, try again", (unsigned long)held,
+                        off, (unsigned long)size, (unsigned long)base);
     }
     p.check = false;
     p.in_libc = false;
