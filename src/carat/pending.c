@@ -13,10 +13,13 @@
  * Who may touch a pending node: the thread that allocated it, without the lock (to fill,
  * resize or forget it), and anyone holding the lock for a block of another thread's (a
  * free or realloc of it; the program frees a block once). An escape another thread notes
- * into it is kept aside (strays, below), never in its node. Only a drain, under the lock,
- * recycles a node, so a node read through a head word stays a node. What other threads
- * allocated since their last drain is not in the table: a query sees it after their next
- * drain, and a move, which stops the world, drains every list first. */
+ * into it is kept aside (strays, below), never in its node. Its thread's free gives the
+ * node straight back to its spares, so a search of the rings (exo_carat_pending_holding)
+ * that races with the free of the block asked about may read the node refilled for the
+ * next block: that is the program's race, and what it reads is still a node (the nodes'
+ * arena is never given back). What other threads allocated since their last drain is not
+ * in the table: a query sees it after their next drain, and a move, which stops the
+ * world, drains every list first. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "carat/page_index.h"
