@@ -5,8 +5,9 @@ suite is run in every mode (and under moves), and its workload is timed, all mod
 side in one run. Prints one JSON record per measurement for bench/run.py (the report's
 "carat" section), progress on stderr.
 
-Builds are cached in <build>/bench-data/carat/<program>/<mode>, keyed by the recipe, the
-plugin and the runtime: a second run rebuilds only what changed.
+Builds are cached in <build>/bench-data/carat/<program>/<mode>, keyed by the recipe and
+clang, and the instrumented modes' also by the bytes of the plugin, the runtime and
+exomem-cc: a second run rebuilds only what changed.
 """
 import argparse
 import hashlib
@@ -70,9 +71,11 @@ def read_recipe_vars(path):
 
 
 def file_key(path):
+    """What the builds depend on in a tool's file: its bytes, so that a rebuild that made the
+    same file (a `make test` after a commit elsewhere) does not throw every build away."""
     try:
-        st = os.stat(path)
-        return "%s:%d:%d" % (path, st.st_size, int(st.st_mtime))
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return path + ":missing"
 
@@ -164,8 +167,10 @@ class Evaluation:
         where = os.path.join(self.cache, "build", name)
         tree = os.path.join(where, mode)
         stamp = tree + ".stamp"
+        # The plain and ASan builds use clang alone: a new runtime or plugin keeps them.
+        tools = self.tool_key if MODES[mode][0] == "exomem-cc" else ""
         with open(recipe, "rb") as f:
-            key = hashlib.sha256(f.read() + (self.tool_key + mode + self.clang).encode()).hexdigest()
+            key = hashlib.sha256(f.read() + (tools + mode + self.clang).encode()).hexdigest()
         stats = tree + ".guards.jsonl"
         try:
             with open(stamp) as f:
