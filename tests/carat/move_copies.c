@@ -10,7 +10,7 @@
  * pointers point to, in turn; the copying thread checks every copy against the targets'
  * addresses of the moment, and at the end every destination must still point at the
  * targets wherever they went. */
-#include "carat_check.h"
+#include "carat_move.h"
 
 #include <exomem/carat.h>
 #include <pthread.h>
@@ -61,19 +61,6 @@ static void *copier(void *arg)
     return NULL;
 }
 
-/* Move p until a move is not refused (the globals that hold it are patched): 1 if it
- * moved, 0 if every try was refused. */
-static int move(void *p)
-{
-    for (int tries = 0; tries < 20; tries++) {
-        int rc = exo_carat_move(p, NULL, NULL);
-        if (rc == 0)
-            return 1;
-        CHECK(rc == -EXO_EAGAIN);
-    }
-    return 0;
-}
-
 int main(void)
 {
     for (int t = 0; t < TARGETS; t++) {
@@ -94,11 +81,11 @@ int main(void)
     int moved = 0;
     for (int m = 0; m < MOVES; m++) {
         if (m % 3 == 0)
-            moved += move(sources[m / 3 % ARRAYS]);
+            moved += carat_move_retrying(sources[m / 3 % ARRAYS], 20) != NULL;
         else if (m % 3 == 1)
-            moved += move(copies[m / 3 % ARRAYS]);
+            moved += carat_move_retrying(copies[m / 3 % ARRAYS], 20) != NULL;
         else
-            moved += move(targets[m / 3 % TARGETS]);
+            moved += carat_move_retrying(targets[m / 3 % TARGETS], 20) != NULL;
     }
     atomic_store(&stop, 1);
     CHECK(pthread_join(th, NULL) == 0);

@@ -6,7 +6,7 @@
  * eight sizes, left no fitting block in 256 tries from about the 100th move on, before a
  * copy could be cut out of a bigger block. Every move must succeed, and keep the address
  * modulo 256; then the blocks are freed and one more is moved fifty times. */
-#include "carat_check.h"
+#include "carat_move.h"
 
 #include <exomem/carat.h>
 #include <exomem/error.h>
@@ -19,18 +19,6 @@
 
 static long *blocks[BLOCKS], *stay[BLOCKS];
 static long **holder;
-static int moves_done;
-
-static void *move(void *p)
-{
-    void *to = NULL;
-    int rc = exo_carat_move(p, &to, NULL);
-    if (rc)
-        fprintf(stderr, "move_fragmented: move %d: %s\n", moves_done, exomem_last_error());
-    CHECK(rc == 0);
-    moves_done++;
-    return to;
-}
 
 /* Each phase in a function of its own: a register of the caller's that still held a freed
  * block's address, or a dead slot of its frame, would refuse a later move of a block near
@@ -42,7 +30,7 @@ static __attribute__((noinline)) void move_blocks(void)
         stay[i] = malloc(64 + 16 * (i % 8));   /* live neighbours of several sizes */
         CHECK(blocks[i] && stay[i]);
         blocks[i][0] = i;
-        move(blocks[i]);   /* the global slot follows */
+        carat_must_move(blocks[i]);   /* the global slot follows */
         CHECK(blocks[i][0] == i);
     }
 }
@@ -72,7 +60,7 @@ static __attribute__((noinline)) void move_one_again(void)
     (*holder)[7] = 77;
     for (int k = 0; k < MOVES; k++) {
         uintptr_t was = (uintptr_t)*holder;
-        void *to = move(*holder);
+        void *to = carat_must_move(*holder);
         CHECK((uintptr_t)to % 256 == was % 256);
         CHECK(*holder == to && (*holder)[7] == 77);
     }

@@ -9,7 +9,7 @@
  *   the entry, completed after the move, then names the new block.
  * Without exo_carat_claim_inflight both slots keep an old address after the second move.
  * Built with -I src: it reads the runtime's thread-local state (carat_internal.h). */
-#include "carat_check.h"
+#include "carat_move.h"
 #include "carat/carat_internal.h"
 
 #include <exomem/carat.h>
@@ -29,16 +29,6 @@ static inline void raw_store32(void *at, uint32_t v)
 
 __attribute__((noinline)) static void put(char **slot, char *v) { *slot = v; }
 
-static char *move(char *p)
-{
-    void *to;
-    int rc = exo_carat_move(p, &to, NULL);
-    if (rc)
-        fprintf(stderr, "move_inflight: %s\n", exomem_last_error());
-    CHECK(rc == 0);
-    return to;
-}
-
 int main(void)
 {
     char *block = malloc(64);
@@ -54,11 +44,11 @@ int main(void)
     /* A whole entry at log[0], not counted: slots[1] is about to hold block + 8. */
     raw_store(&t->log[0].value, (uintptr_t)(block + 8));
     raw_store(&t->log[0].slot, (uintptr_t)&slots[1]);
-    block = move(block);
+    block = carat_must_move(block);
     /* The thread goes on: the store (its value register was patched), then the count. */
     raw_store(&slots[1], (uintptr_t)(block + 8));
     raw_store32(&t->n, 1);
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(slots[0] == block);
     CHECK(slots[1] == block + 8);
 
@@ -66,12 +56,12 @@ int main(void)
     uint32_t n = t->n;
     CHECK(n < CARAT_LOG_CAP && t->log[n].slot == 0);
     raw_store(&t->log[n].value, (uintptr_t)(block + 16));
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(t->log[n].value == (uintptr_t)(block + 16));   /* patched like a register */
     raw_store(&t->log[n].slot, (uintptr_t)&slots[2]);
     raw_store32(&t->n, n + 1);
     raw_store(&slots[2], (uintptr_t)(block + 16));
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(slots[0] == block && slots[1] == block + 8 && slots[2] == block + 16);
     CHECK(block[0] == 'b' && block[63] == 'b');
     printf("move_inflight: ok\n");

@@ -2,7 +2,7 @@
  * function: a uintptr_t argument (st.c's st_data_t, as oniguruma's hash tables use it), an
  * integer returned by a call, and a by-value struct with a pointer-or-double union (jq's
  * jv), which the x86-64 ABI passes as two integers. */
-#include "carat_check.h"
+#include "carat_move.h"
 
 #include <exomem/carat.h>
 #include <stdint.h>
@@ -35,13 +35,6 @@ struct value {
 
 __attribute__((noinline)) static void put(struct value *slot, struct value v) { *slot = v; }
 
-static void move(void *p)
-{
-    void *to;
-    CHECK(exo_carat_move(p, &to, NULL) == 0);
-    CHECK(to != NULL);
-}
-
 int main(void)
 {
     long *a = malloc(32 * sizeof *a), *b = malloc(32 * sizeof *b), *c = malloc(32 * sizeof *c);
@@ -49,8 +42,8 @@ int main(void)
     a[0] = 1, b[0] = 2, c[0] = 3;
 
     struct entry *e = insert((uintptr_t)a, (uintptr_t)b);
-    move(a);
-    move(b);
+    carat_must_move(a);
+    carat_must_move(b);
     CHECK(e->key == (uintptr_t)a && e->record == (uintptr_t)b);
     CHECK(((long *)e->key)[0] == 1 && ((long *)e->record)[0] == 2);
 
@@ -58,13 +51,13 @@ int main(void)
     CHECK(held);
     registry[2] = c;
     *held = lookup(2);   /* a store of a call's integer result */
-    move(c);
+    carat_must_move(c);
     CHECK(*held == (uintptr_t)c && ((long *)*held)[0] == 3);
 
     struct value *vs = malloc(4 * sizeof *vs);
     CHECK(vs);
     put(&vs[1], (struct value){ .kind = 1, .size = 1, .u.ptr = a });
-    move(a);
+    carat_must_move(a);
     CHECK(vs[1].u.ptr == a && vs[1].u.ptr[0] == 1);
 
     free(vs);

@@ -6,7 +6,7 @@
  * it unpatched. SQLite's lookaside slots are stored to, freed, and copied into again all
  * the time: a freed Expr's field, stored once, was the stale pointer a later move left in a
  * reused slot (join.test). */
-#include "carat_check.h"
+#include "carat_move.h"
 
 #include <exomem/carat.h>
 #include <exomem/error.h>
@@ -27,16 +27,6 @@ __attribute__((noinline)) static void copy(struct holder *dst, const struct hold
     memcpy(dst, src, copy_len);
 }
 
-static char *move(char *p)
-{
-    void *to;
-    int rc = exo_carat_move(p, &to, NULL);
-    if (rc)
-        fprintf(stderr, "move_log_order: %s\n", exomem_last_error());
-    CHECK(rc == 0);
-    return to;
-}
-
 int main(void)
 {
     char *block = malloc(128);
@@ -54,9 +44,9 @@ int main(void)
     struct exo_carat_alloc_info info;
     CHECK(exo_carat_alloc_find(block, &info) == 0 && info.escapes >= 1);
 
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(h->p == block + 64 && *h->p == 'x');
-    block = move(block);             /* the slot must still be known to hold block + 64 */
+    block = carat_must_move(block);             /* the slot must still be known to hold block + 64 */
     CHECK(h->p == block + 64 && *h->p == 'x');
 
     free(src);

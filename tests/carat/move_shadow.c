@@ -14,7 +14,7 @@
  * - A big block's shadow, full of pointers, is given back to the kernel at its free (its
  *   whole pages no longer in memory) and reads as zero, up to its last word.
  * Built with -I src (carat_abi.h: where the shadow is). */
-#include "carat_check.h"
+#include "carat_move.h"
 #include "carat/carat_abi.h"
 
 #include <exomem/carat.h>
@@ -26,16 +26,6 @@
 static inline void raw_store(void *at, uintptr_t v)
 {
     __asm__ volatile("movq %1, %0" : "=m"(*(uintptr_t *)at) : "r"(v) : "memory");
-}
-
-static char *move(char *p)
-{
-    void *to;
-    int rc = exo_carat_move(p, &to, NULL);
-    if (rc)
-        fprintf(stderr, "move_shadow: %s\n", exomem_last_error());
-    CHECK(rc == 0);
-    return to;
 }
 
 struct __attribute__((packed)) odd {
@@ -123,7 +113,7 @@ int main(void)
     uintptr_t *shadow = (uintptr_t *)((uintptr_t)&slots[0] - EXO_CARAT_ABI_SHADOW_SUB);
     raw_store(shadow, (uintptr_t)(block + 8));
     volatile uintptr_t was = SCRAMBLE(block);   /* kept scrambled in memory */
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(SCRAMBLE(block) != was);
     CHECK(slots[0] == NULL);
     CHECK(*shadow == (uintptr_t)(block + 8));     /* followed the block */
@@ -157,7 +147,7 @@ int main(void)
     volatile uintptr_t tagged = SCRAMBLE(slots[3]);
 
     was = SCRAMBLE(block);
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(SCRAMBLE(block) != was);
     CHECK(slots[0] == block + 8 && slots[1] == block && odd->p == block + 16);
     CHECK(slots[2] == block + 24 && slots[3] != block + 40);
@@ -174,7 +164,7 @@ int main(void)
     char **grown = realloc(slots, 4096 * sizeof *slots);
     CHECK(grown);
     slots = grown;
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(slots[0] == block + 8 && slots[1] == block && slots[2] == block + 24);
     CHECK(odd->p == block + 16);
 
@@ -182,7 +172,7 @@ int main(void)
     uint64_t before = escapes(block);
     free(slots);
     CHECK(escapes(block) == before - 3);
-    block = move(block);
+    block = carat_must_move(block);
     CHECK(odd->p == block + 16);
     memcpy(&got, shifted + 4, sizeof got);
     CHECK(got == block);
