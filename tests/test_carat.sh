@@ -473,5 +473,8 @@ EXOMEM_CARAT_REPORT="$dir/report.jsonl" "$dir/move_derived" >/dev/null || bad "m
 # in a callee-saved register) and one move, in each process's line.
 [ "$(grep -c '"moves":1,"moves_refused":3,' "$dir/report.jsonl")" = 2 ] ||
     bad "report lines: $(cat "$dir/report.jsonl")"
+# ... each under its cause.
+[ "$(grep -c '"refused_by":{"no_copy":0,"logged":0,"derived":3,"libc":0,"altstack":0}' \
+      "$dir/report.jsonl")" = 2 ] || bad "refusals by cause: $(cat "$dir/report.jsonl")"
 grep -q '"escape_hist":\[[0-9,]*\]}$' "$dir/report.jsonl" || bad "no escape histogram in the report"
 exit $fail

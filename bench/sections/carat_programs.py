@@ -245,9 +245,15 @@ def move_rows(entries):
             done = find(entries, "carat_workload_moves_done", program=p, moves_per_s=r)
             ref = find(entries, "carat_workload_moves_refused", program=p, moves_per_s=r)
             rate = done["median"] / e["median"] if done and e["median"] else None
+            causes = ["%s %s" % (c["params"]["cause"], fmt_num(c["median"]))
+                      for c in by_name(entries, "carat_workload_moves_refused_by")
+                      if c["params"]["program"] == p and c["params"]["moves_per_s"] == r
+                      and c["median"]]
+            refused = fmt_num(ref["median"]) if ref else "-"
+            if causes:
+                refused += " (%s)" % ", ".join(causes)
             rows.append([esc(p), fmt_num(r), report.fmt_stat(e), pct(e.get("ratio")),
-                         fmt_num(done["median"]) if done else "-",
-                         fmt_num(ref["median"]) if ref else "-", fmt_num(rate)])
+                         fmt_num(done["median"]) if done else "-", refused, fmt_num(rate)])
     return rows
 
 
@@ -317,9 +323,10 @@ def render(entries, papers, out, plots):
         return ""
     parts = ["<h3>Test suites in every mode and under moves</h3>",
              "<p>Each program's own test suite (pass or FAIL, and its time); under moves, how "
-             "many moves the runtime made, how many it refused because a stopped thread "
-             "held an address derived from the block, and how many allocations were pinned "
-             "because the program printed their address with %p (docs/carat.md).</p>",
+             "many moves the runtime made, how many it refused (a stopped thread held an "
+             "address derived from the block or worked on it in the C library, or no copy "
+             "could be placed: the causes are in Figure 9's table), and how many "
+             "allocations were pinned because the program printed their address with %p (docs/carat.md).</p>",
              table(suite_header(entries), suite_rows(entries))]
     parts.append("<h3>Figures 3 and 6: time overhead of guards and tracking; AddressSanitizer "
                  "as the peer</h3>")
@@ -376,8 +383,13 @@ def render(entries, papers, out, plots):
         parts.append("<p>Workload time of the tracking-and-guards build (escapes in the "
                      "shadow: a move scans the shadow for them) while the runtime "
                      "moves the worst-case allocation, against the same build without moves. "
-                     "A move is refused when a thread holds a derived address; the rate "
-                     "achieved is moves done over the run time. Paper: %s</p>"
+                     "Refused moves change nothing; their causes (exo_carat_refusal): "
+                     "<i>derived</i>, a stopped thread held an address derived from the block; "
+                     "<i>libc</i>, a thread stopped in the C library held it in a register "
+                     "(its memory functions at work on it); <i>no_copy</i>, no block at the "
+                     "same address modulo its alignment; <i>logged</i>, too many logged stores "
+                     "into it; <i>altstack</i>, a thread on its alternate signal stack. The "
+                     "rate achieved is moves done over the run time. Paper: %s</p>"
                      % paper_line(papers, "Figure 9"))
         parts.append(table(["program", "moves/s asked", "time (s)", "overhead", "moves done",
                             "refused", "moves/s done"], rows))

@@ -77,6 +77,17 @@ int exo_carat_alloc_find(const void *addr, struct exo_carat_alloc_info *info);
 #define EXO_CARAT_ESCAPE_BUCKETS 16
 
 /* Counters of the runtime since start. */
+/* Why a move was refused (exo_carat_stats.refused_by): each such move changed nothing. */
+enum exo_carat_refusal {
+    EXO_CARAT_REFUSED_NO_COPY,   /* no free block at the block's address modulo its alignment */
+    EXO_CARAT_REFUSED_LOGGED,    /* too many stores into the block logged and not yet applied */
+    EXO_CARAT_REFUSED_DERIVED,   /* a stopped thread held an address derived from the block */
+    EXO_CARAT_REFUSED_LIBC,      /* a thread stopped in the C library held the block in a
+                                  * call-clobbered register (its memory functions at work) */
+    EXO_CARAT_REFUSED_ALTSTACK,  /* a thread stopped on its alternate signal stack */
+    EXO_CARAT_REFUSALS
+};
+
 struct exo_carat_stats {
     /* Live tracked allocations. With the escapes in the shadow, another thread's newest
      * small blocks count once its ring of pending ones is drained (docs/carat-shadow.md). */
@@ -93,7 +104,8 @@ struct exo_carat_stats {
     uint64_t escape_hist[EXO_CARAT_ESCAPE_BUCKETS];
     uint64_t guard_slow;       /* guards that left the inline fast path */
     uint64_t moves;            /* completed moves */
-    uint64_t moves_refused;    /* moves refused: a thread held an address derived from the block */
+    uint64_t moves_refused;    /* moves refused: the sum of refused_by */
+    uint64_t refused_by[EXO_CARAT_REFUSALS];   /* moves refused, by enum exo_carat_refusal */
     uint64_t move_ns;          /* time spent in moves, world stopped */
     /* Writes found in the old copies of moved blocks (EXOMEM_CARAT_QUARANTINE): writes
      * through pointers a move did not patch. 0 without the quarantine. */

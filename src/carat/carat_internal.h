@@ -113,8 +113,9 @@ _Static_assert(offsetof(struct carat_tls, thread) == EXO_CARAT_ABI_TLS_THREAD &&
 extern _Thread_local struct carat_tls exo_carat_tls __attribute__((tls_model("initial-exec")));
 
 struct carat_counters {
-    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns, moves_refused,
+    _Atomic uint64_t allocs, frees, escapes, guard_slow, moves, move_ns,
         stack_objects, stale_writes, pinned;
+    _Atomic uint64_t refused_by[EXO_CARAT_REFUSALS];   /* their sum: moves refused */
 };
 
 struct carat_runtime {

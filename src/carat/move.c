@@ -649,7 +649,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         pthread_mutex_lock(&exo_carat.lock);
         exo_carat_shadow_refused(base);
         pthread_mutex_unlock(&exo_carat.lock);
-        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        atomic_fetch_add(&exo_carat.count.refused_by[EXO_CARAT_REFUSED_NO_COPY], 1);
         return exo_fail(EXO_EAGAIN, "no block for a copy of the %lu-byte allocation at %#lx "
                         "at the same address modulo %lu: nothing moved, try again",
                         (unsigned long)size, (unsigned long)base,
@@ -694,7 +694,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
-        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
+        atomic_fetch_add(&exo_carat.count.refused_by[EXO_CARAT_REFUSED_LOGGED], 1);
         return exo_fail(EXO_EAGAIN, "more than %d stores into the %lu-byte allocation at %#lx "
                         "are logged and not yet applied: nothing moved, try again",
                         INNER_CAP, (unsigned long)size, (unsigned long)base);
@@ -717,8 +717,10 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         pthread_mutex_unlock(&exo_carat.lock);
         exo_carat_world_resume();
         free(dest);
-        atomic_fetch_add(&exo_carat.count.moves_refused, 1);
-        if (!p.derived && !p.libc_busy)
+        int why = p.derived ? EXO_CARAT_REFUSED_DERIVED : p.libc_busy ? EXO_CARAT_REFUSED_LIBC
+                                                                      : EXO_CARAT_REFUSED_ALTSTACK;
+        atomic_fetch_add(&exo_carat.count.refused_by[why], 1);
+        if (why == EXO_CARAT_REFUSED_ALTSTACK)
             return exo_fail(EXO_EAGAIN, "a thread stopped on its alternate signal stack (in a "
                             "handler, or a coroutine run there), and its own stack, which may "
                             "hold the allocation's address, is not known: nothing moved, try "

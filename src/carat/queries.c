@@ -98,7 +98,10 @@ EXO_API void exo_carat_get_stats(struct exo_carat_stats *st)
     st->escapes_total += atomic_load(&exo_carat.count.escapes);
     st->guard_slow = atomic_load(&exo_carat.count.guard_slow);
     st->moves = atomic_load(&exo_carat.count.moves);
-    st->moves_refused = atomic_load(&exo_carat.count.moves_refused);
+    for (int why = 0; why < EXO_CARAT_REFUSALS; why++) {
+        st->refused_by[why] = atomic_load(&exo_carat.count.refused_by[why]);
+        st->moves_refused += st->refused_by[why];
+    }
     st->stack_objects_total += atomic_load(&exo_carat.count.stack_objects);
     st->move_ns = atomic_load(&exo_carat.count.move_ns);
     st->stale_writes = atomic_load(&exo_carat.count.stale_writes);

@@ -22,15 +22,20 @@ static void write_report(void)
                      "{\"allocs_total\":%llu,\"stack_objects\":%llu,\"frees_total\":%llu,"
                      "\"escapes_total\":%llu,\"table_peak_bytes\":%llu,\"guard_slow\":%llu,"
                      "\"moves\":%llu,\"moves_refused\":%llu,\"pinned\":%llu,\"move_ns\":%llu,"
-                     "\"peak_rss_bytes\":%llu,"
-                     "\"escape_hist\":[",
+                     "\"peak_rss_bytes\":%llu,\"refused_by\":{\"no_copy\":%llu,\"logged\":%llu,"
+                     "\"derived\":%llu,\"libc\":%llu,\"altstack\":%llu},\"escape_hist\":[",
                      (unsigned long long)st.allocs_total, (unsigned long long)st.stack_objects_total,
                      (unsigned long long)st.frees_total, (unsigned long long)st.escapes_total,
                      (unsigned long long)st.table_peak_bytes, (unsigned long long)st.guard_slow,
                      (unsigned long long)st.moves, (unsigned long long)st.moves_refused,
                      (unsigned long long)st.pinned,
                      (unsigned long long)st.move_ns,
-                     (unsigned long long)exo_os_peak_rss_bytes());
+                     (unsigned long long)exo_os_peak_rss_bytes(),
+                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_NO_COPY],
+                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_LOGGED],
+                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_DERIVED],
+                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_LIBC],
+                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_ALTSTACK]);
     for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS && n > 0 && (size_t)n < sizeof line; b++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s%llu", b ? "," : "",
                       (unsigned long long)st.escape_hist[b]);

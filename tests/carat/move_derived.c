@@ -90,6 +90,7 @@ int main(void)
     struct exo_carat_stats st;
     exo_carat_get_stats(&st);
     CHECK(st.moves == 1 && st.moves_refused == refusals);
+    CHECK(st.refused_by[EXO_CARAT_REFUSED_DERIVED] == refusals);   /* each under its cause */
     free(global_array);
     /* Last: the freed blocks it leaves behind, and their addresses in dead stack words,
      * would otherwise sit next to global_array and refuse its move (a false alarm, but

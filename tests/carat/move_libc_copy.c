@@ -62,6 +62,11 @@ int main(void)
            atomic_load(&reads), atomic_load(&wrong));
     CHECK(atomic_load(&wrong) == 0);
     CHECK(moved >= MOVES / 10 && atomic_load(&reads) > 0 && busy > 0);
+    /* Counted by cause: these are the refusals whose message named the C library. */
+    struct exo_carat_stats st;
+    exo_carat_get_stats(&st);
+    CHECK(st.refused_by[EXO_CARAT_REFUSED_LIBC] == (uint64_t)busy);
+    CHECK(st.moves_refused <= (uint64_t)refused && st.moves == (uint64_t)moved);
     free(block);
     fclose(f);
     return 0;
