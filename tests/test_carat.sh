@@ -383,6 +383,15 @@ timeout 60 "$dir/shadow_pending_blocks" ring-unmapped >/dev/null ||
 # Unaligned stores of pointers to another thread's pending blocks as it frees them.
 timeout 120 "$dir/shadow_pending_blocks" strays >/dev/null ||
     bad "pending_blocks failed with stores into another thread's pending blocks"
+# The mover leaves a block whose moves are refused for a second, rather than trying it at
+# every count or tick (the shadow's picks; not under ASan, whose allocator puts other
+# blocks next to it).
+if [ $sanitized = no ]; then
+    EXOMEM_CARAT_PARTS=track,shadow "$cc" "${flags[@]}" -I"$src/src" \
+        "$src/tests/carat/move_refused_pick.c" -o "$dir/move_refused_pick" -lpthread ||
+        bad "move_refused_pick.c did not build"
+    timeout 60 "$dir/move_refused_pick" || bad "move_refused_pick failed"
+fi
 # A move's scan of the shadow that cannot ask which of its pages are in memory (the first
 # mincore fails) reads them all: it still patches every slot, and the shadow follows.
 if [ $sanitized = no ]; then

@@ -3,6 +3,7 @@
  * the worst-case allocation at a fixed rate when asked (the paper's Figure 9 experiment,
  * EXOMEM_CARAT_MOVES=rate). Its own stack holds no pointer of the program. */
 #include "carat/carat_internal.h"
+#include "carat/shadow.h"
 #include "os/os.h"
 #include "os/os_vm.h"
 #include "internal.h"
@@ -53,6 +54,8 @@ static void move_worst(void)
         return;
     pthread_mutex_lock(&exo_carat.lock);
     uintptr_t w = exo_carat_worst_heap();
+    if (w && exo_carat_shadow_refused_lately(w))
+        w = 0;   /* refused at every tick else (tests/carat/move_refused_pick.c) */
     pthread_mutex_unlock(&exo_carat.lock);
     if (w)
         exo_carat_move_now(w, 0, 0, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */

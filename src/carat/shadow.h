@@ -78,7 +78,12 @@ uintptr_t exo_carat_shadow_worst(void);
 uintptr_t exo_carat_shadow_pick(void);
 /* A move took the allocation at from to to. Lock held. */
 void exo_carat_shadow_moved(uintptr_t from, uintptr_t to);
-/* A move of the allocation at base was refused: the next pick is another. Lock held. */
+/* A move of the allocation at base was refused (in either escape form): the next pick is
+ * another, and counts in the next second leave it out. Lock held. */
 void exo_carat_shadow_refused(uintptr_t base);
+/* Was a move of the allocation at base refused within the last second? The mover then
+ * leaves it be (the escape sets' worst case, or the table's when no pick is left, is the
+ * same block at every tick). Lock held. */
+bool exo_carat_shadow_refused_lately(uintptr_t base);
 
 #endif
