@@ -54,8 +54,12 @@ static void move_worst(void)
         return;
     pthread_mutex_lock(&exo_carat.lock);
     uintptr_t w = exo_carat_worst_heap();
-    if (w && exo_carat_shadow_refused_lately(w))
-        w = 0;   /* refused at every tick else (tests/carat/move_refused_pick.c) */
+    /* With the shadow, the table's choice when every pick was refused lately: the same
+     * block at every tick else (tests/carat/move_refused_pick.c). The escape sets offer
+     * no other choice, and a refusal there is often over by the next tick (a thread busy
+     * in the C library): tried again. */
+    if (w && exo_carat_shadow_on && exo_carat_shadow_refused_lately(w))
+        w = 0;
     pthread_mutex_unlock(&exo_carat.lock);
     if (w)
         exo_carat_move_now(w, 0, 0, NULL, NULL);   /* EAGAIN (freed meanwhile): the next tick tries */

@@ -82,8 +82,8 @@ void exo_carat_shadow_moved(uintptr_t from, uintptr_t to);
  * another, and counts in the next second leave it out. Lock held. */
 void exo_carat_shadow_refused(uintptr_t base);
 /* Was a move of the allocation at base refused within the last second? The mover then
- * leaves it be (the escape sets' worst case, or the table's when no pick is left, is the
- * same block at every tick). Lock held. */
+ * leaves it be, with the shadow (the table's choice when no pick is left is the same
+ * block at every tick). Lock held. */
 bool exo_carat_shadow_refused_lately(uintptr_t base);
 
 #endif
