@@ -35,8 +35,6 @@ MODES = {
     "asan": ("clang", "-fsanitize=address", None, None),
 }
 FULL_RATES = [1, 100, 10000]
-# The causes of refused moves in a process's report (src/carat/report.c, "refused_by").
-REFUSAL_CAUSES = ["no_copy", "logged", "derived", "libc", "altstack"]
 QUICK_RATES = [100, 10000]
 VMSTAT_KEYS = ("pgfault", "pgmajfault", "pgalloc_normal", "pgalloc_dma32", "pgfree",
                "pgmigrate_success", "thp_fault_alloc", "numa_pages_migrated")
@@ -371,11 +369,13 @@ class Evaluation:
                      sum(x.get("moves", 0) for x in lines), params)
                 emit("carat_workload_moves_refused", "moves",
                      sum(x.get("moves_refused", 0) for x in lines), params)
-                # Why (the runtime's exo_carat_refusal): the libc rule's share among them.
-                for cause in REFUSAL_CAUSES:
-                    emit("carat_workload_moves_refused_by", "moves",
-                         sum(x.get("refused_by", {}).get(cause, 0) for x in lines),
-                         dict(params, cause=cause))
+                # Why, by the causes the runtime names in its report (src/carat/report.c).
+                causes = {}
+                for x in lines:
+                    for cause, n in x.get("refused_by", {}).items():
+                        causes[cause] = causes.get(cause, 0) + n
+                for cause, n in causes.items():
+                    emit("carat_workload_moves_refused_by", "moves", n, dict(params, cause=cause))
                 continue
             if mode in ("guards-noopt", "guards"):
                 # Guards that left the inline fast path (one region: none should)

@@ -726,9 +726,9 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
                             "hold the allocation's address, is not known: nothing moved, try "
                             "again");
         /* the address a move cannot patch is named before a register of the C library's */
-        uintptr_t held = p.derived ? p.derived_value : p.libc_busy;
+        uintptr_t held = why == EXO_CARAT_REFUSED_DERIVED ? p.derived_value : p.libc_busy;
         long off = held < base ? -(long)(base - held) : (long)(held - base);
-        if (!p.derived)
+        if (why == EXO_CARAT_REFUSED_LIBC)
             return exo_fail(EXO_EAGAIN, "a thread stopped in the C library holds %#lx (offset "
                             "%+ld of the %lu-byte allocation at %#lx) in a register, as its "
                             "memory functions do while they work on a block: nothing moved, "

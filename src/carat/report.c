@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The causes' names in the report's "refused_by", in the order of enum exo_carat_refusal. */
+static const char *const refusal_names[] = { "no_copy", "logged", "derived", "libc", "altstack" };
+_Static_assert(sizeof refusal_names / sizeof refusal_names[0] == EXO_CARAT_REFUSALS,
+               "a name for every cause of a refused move");
+
 static void write_report(void)
 {
     const char *path = exo_config()->carat_report;
@@ -22,20 +27,19 @@ static void write_report(void)
                      "{\"allocs_total\":%llu,\"stack_objects\":%llu,\"frees_total\":%llu,"
                      "\"escapes_total\":%llu,\"table_peak_bytes\":%llu,\"guard_slow\":%llu,"
                      "\"moves\":%llu,\"moves_refused\":%llu,\"pinned\":%llu,\"move_ns\":%llu,"
-                     "\"peak_rss_bytes\":%llu,\"refused_by\":{\"no_copy\":%llu,\"logged\":%llu,"
-                     "\"derived\":%llu,\"libc\":%llu,\"altstack\":%llu},\"escape_hist\":[",
+                     "\"peak_rss_bytes\":%llu,\"refused_by\":{",
                      (unsigned long long)st.allocs_total, (unsigned long long)st.stack_objects_total,
                      (unsigned long long)st.frees_total, (unsigned long long)st.escapes_total,
                      (unsigned long long)st.table_peak_bytes, (unsigned long long)st.guard_slow,
                      (unsigned long long)st.moves, (unsigned long long)st.moves_refused,
                      (unsigned long long)st.pinned,
                      (unsigned long long)st.move_ns,
-                     (unsigned long long)exo_os_peak_rss_bytes(),
-                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_NO_COPY],
-                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_LOGGED],
-                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_DERIVED],
-                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_LIBC],
-                     (unsigned long long)st.refused_by[EXO_CARAT_REFUSED_ALTSTACK]);
+                     (unsigned long long)exo_os_peak_rss_bytes());
+    for (int why = 0; why < EXO_CARAT_REFUSALS && n > 0 && (size_t)n < sizeof line; why++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s\"%s\":%llu", why ? "," : "",
+                      refusal_names[why], (unsigned long long)st.refused_by[why]);
+    if (n > 0 && (size_t)n < sizeof line)
+        n += snprintf(line + n, sizeof line - (size_t)n, "},\"escape_hist\":[");
     for (int b = 0; b < EXO_CARAT_ESCAPE_BUCKETS && n > 0 && (size_t)n < sizeof line; b++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s%llu", b ? "," : "",
                       (unsigned long long)st.escape_hist[b]);

@@ -8,8 +8,9 @@
  * a run); and once every pick had been refused, the table's own choice was the same block
  * at every tick of the mover. Now a refused block is left out of the counts, and the mover
  * leaves it be, for a second: the other blocks still move. */
-#include "carat_move.h"
+#include "carat_check.h"
 
+#include <exomem/carat.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
