@@ -48,8 +48,8 @@ build_program() {
     echo "jq was built without oniguruma (is libonig-dev installed?): its regex builtins fail" >&2
     return 1
   fi
-  # The workload's input: 150,000 generated records, 33 MB of JSON.
-  awk -v n=150000 -f - >workload.json <<'EOF'
+  # The workload's input: 60,000 generated records, 13 MB of JSON (about 2 s plain).
+  awk -v n=60000 -f - >workload.json <<'EOF'
 # Park-Miller generator: exact in awk's doubles, the same in every awk.
 function rnd(n) { x = (x * 16807) % 2147483647; return x % n }
 BEGIN {
@@ -99,4 +99,4 @@ run_workload() {
   echo "$got"
   [ "$got" = "$jq_expected" ]
 }
-jq_expected='{"groups":162,"records":49967,"total":146470,"zips":2496480034,"streets":803779,"top":[{"tags":"alpha","n":1816,"total":347064,"zips":89585381,"streets":29173,"first":"KILO, NOVEMBER"},{"tags":"charlie","n":1803,"total":-44235,"zips":89864674,"streets":29055,"first":"JULIET, ROMEO"},{"tags":"bravo","n":1797,"total":80660,"zips":90211139,"streets":28898,"first":"SIERRA, DELTA"}]}'
+jq_expected='{"groups":162,"records":19940,"total":-66363,"zips":990943824,"streets":320955,"top":[{"tags":"bravo","n":776,"total":-64093,"zips":38637783,"streets":12480,"first":"SIERRA, DELTA"},{"tags":"hotel","n":741,"total":133939,"zips":37997051,"streets":11930,"first":"QUEBEC, ALPHA"},{"tags":"alpha","n":721,"total":233123,"zips":36231367,"streets":11567,"first":"OSCAR, KILO"}]}'

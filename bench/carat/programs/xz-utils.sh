@@ -40,10 +40,10 @@ build_program() {
     test_memlimit test_lzip_decoder test_vli
   # the workload's input (not timed)
   : >workload.in
-  while [ "$(stat -c %s workload.in)" -lt 12582912 ]; do
+  while [ "$(stat -c %s workload.in)" -lt 8388608 ]; do
     cat src/liblzma/*/*.c src/liblzma/*/*.h src/xz/*.c >>workload.in
   done
-  truncate -s 12582912 workload.in
+  truncate -s 8388608 workload.in
 }
 
 run_suite() {
@@ -53,7 +53,7 @@ run_suite() {
   TMPDIR=$PWD/tmp LSAN_OPTIONS="suppressions=$PWD/lsan.supp:print_suppressions=0" make check
 }
 
-# 12 MiB of the package's own sources, compressed by xz -6 (one thread) and back, checked.
+# 8 MiB of the package's own sources, compressed by xz -6 (one thread) and back, checked.
 run_workload() {
   src/xz/xz -6 -T1 -c workload.in >workload.xz
   src/xz/xz -d -c workload.xz | cmp - workload.in
