@@ -107,7 +107,8 @@ struct carat_thread *exo_carat_thread_self(void)
  * block there), or whose malloc chunk header it lies in, or NULL (lock held). A header
  * address that no block before owns (its last word or end: found first) is a base for
  * 1-based indexing, `a - 1`, as programs store them: a move patches it with the block
- * (move.c, in_own_chunk), where before it was dropped and kept the old address. */
+ * (move_patch.h, exo_carat_in_own_chunk), where before it was dropped and kept the old
+ * address. */
 static struct alloc *target_of(uintptr_t value)
 {
     struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, value);

@@ -11,24 +11,12 @@
  * word that happens to equal an address inside the allocation is changed too (as in
  * conservative garbage collectors; docs/carat.md).
  *
- * Optimised code also keeps addresses derived from a block but outside it: a base 8 bytes
- * before an array for 1-based indexing, a loop bound just past its end (LLVM's loop
- * strength reduction makes them freely, more so around guards' range checks), and programs
- * store one-past-the-end pointers. Those that fall in the block's own malloc chunk (its
- * 16-byte header, and its unused tail up to malloc_usable_size) are the block's, and are
- * patched like pointers into it, except in a thread stopped inside the C library, whose
- * malloc holds chunk addresses of its own, and where a neighbour could own the same
- * address (the block before's last word or end in the header; the block after's base
- * minus 8 or 16 at the end): the move is refused then. Any other address within
- * DERIVED_REACH bytes of the block and outside every other tracked allocation cannot be
- * told from a pointer to the neighbouring memory: a move first looks for them in every
- * stopped thread and is refused (nothing changed) when it finds one; the mover tries
- * again at its next tick. So is a
- * move while a thread stopped inside the C library holds an edge of the block's chunk, or
- * the next chunk's address (the block's last usable word): those are malloc's. */
+ * Addresses derived from the block but outside it, and the C library's own chunk addresses,
+ * are told apart in move_derived.c: a move that meets one it cannot patch is refused. */
 #include "carat/carat_internal.h"
 #include "carat/carat_mem.h"
 #include "carat/mappings.h"
+#include "carat/move_patch.h"
 #include "carat/shadow.h"
 #include "os/os.h"
 #include "internal.h"
@@ -57,141 +45,6 @@ static bool slot_usable(uintptr_t slot, bool was_in_alloc)
     return !was_in_alloc && exo_carat_mappings_find(slot, &lo, &hi);
 }
 
-/* The C library's code, found once before the first stop (dl_iterate_phdr takes the
- * loader's lock, which a stopped thread may hold). */
-static uintptr_t libc_lo, libc_hi;
-
-static void find_libc(void)
-{
-    static bool done;
-    if (done)
-        return;
-    done = true;
-    if (exo_os_code_segment((const void *)malloc, &libc_lo, &libc_hi) != 0)
-        libc_lo = libc_hi = 0;
-}
-
-#define DERIVED_REACH 512
-
-/* One pass over pointer-holding words: with check set, count the derived addresses
- * (above) instead of patching. */
-struct patch {
-    uintptr_t base, size;
-    intptr_t delta;
-    uint64_t patched;
-    uintptr_t own_lo, own_hi;  /* the block's malloc chunk: header, block, unused tail, end */
-    bool in_libc;              /* the words being visited are a thread's stopped in libc */
-    pid_t requester;           /* the thread waiting in exo_carat_move for this move, or 0 */
-    uintptr_t requester_floor; /* its stack pointer in exo_carat_move (0: not known) */
-    bool check;
-    uint64_t derived;          /* check: words that refuse the move (derived, malloc's) */
-    uintptr_t derived_value;   /* the first of them, for the error message */
-    bool stack_unknown;        /* a thread on an alternate stack, its own not known: refused */
-    uintptr_t libc_busy;       /* check: a register of a thread in the C library that points
-                                * into the block (the first found), refusing the move too */
-};
-
-/* Is v in the block's own malloc chunk (one past its usable end included)? Those are
- * patched, unless the block before owns them (below). */
-static bool in_own_chunk(const struct patch *p, uintptr_t v)
-{
-    return v - p->own_lo < p->own_hi - p->own_lo;
-}
-
-/* Is v, in the block's 16-byte chunk header, an address in the tracked block before it or
- * one past that one's end? glibc lends a chunk's first 8 bytes (the size of the previous
- * chunk) to the previous block while that is in use, so a block whose usable size ends
- * there has its last word there, and the address one past its end is the next 8 bytes'.
- * Those stay as they are. Patched as the moved block's, the end of a 32-byte SQL string in
- * a 40-byte block pointed into the copy of the block after it, and SQLite's sqlite3_exec
- * read a second statement from there (speedtest1 at 10,000 moves a second, "near "T":
- * syntax error", one run in 200). A header address no tracked block owns is patched as
- * before: the block's own header (AddressSanitizer's allocator keeps its own there), or
- * memory of a block the plugin never saw, which cannot be told apart. Lock held. */
-static bool owned_by_block_before(const struct patch *p, uintptr_t v)
-{
-    if (v >= p->base)
-        return false;
-    const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, v);
-    if (!a)
-        a = exo_carat_alloc_table_find(&exo_carat.table, v - 1);
-    return a && a->base != p->base;
-}
-
-/* Is v one past the block's usable end, and does a tracked block start right after the
- * next chunk's header there? In glibc's heaps that header is 8 bytes (the size field: the
- * block's last 8 bytes are the next chunk's first), in a mapping of its own 16, so v is
- * also that block's base minus 8 or minus 16, where loops over 8- or 16-byte elements from
- * 1 keep their base (and LLVM's loop strength reduction puts one, bzip2's sort among
- * them). (The block's last word, the next block's base minus 16 in a heap, is left the
- * block's own: pointers to a block's last word are many, and SQLite's keep them.) Lock
- * held. */
-static bool next_block_base_minus(const struct patch *p, uintptr_t v)
-{
-    if (v != p->base + p->size)
-        return false;
-    for (uintptr_t header = 8; header <= 16; header += 8) {
-        const struct alloc *a = exo_carat_alloc_table_find(&exo_carat.table, v + header);
-        if (a && a->base == v + header)
-            return true;
-    }
-    return false;
-}
-
-/* Is v, outside the block, an address derived from it? Near it, and neither inside nor one
- * past the end of another tracked allocation. Memory of the C library's right after the
- * block looks the same (a thread's DTV, which its TLS points into): a false alarm, the
- * move is only refused. In the block's own chunk, an address the block before also owns
- * (its last word, or one past its end), or the next block's base minus 8 or 16, is no
- * one's for certain: the move is refused too. Left to the block before, a base 8 bytes
- * before bzip2's sorting array, hoisted out of its loop, kept the old address after the
- * move, and its next range guard had a length of minus 10 MB (one run in 20 at 100 moves a
- * second). Called with the runtime's lock held. */
-static bool derived_from_block(const struct patch *p, uintptr_t v)
-{
-    if (in_own_chunk(p, v))              /* patched, unless in malloc or not the block's alone */
-        return p->in_libc || owned_by_block_before(p, v) || next_block_base_minus(p, v);
-    if (v + DERIVED_REACH - p->base >= p->size + 2 * DERIVED_REACH)
-        return false;                    /* far from the block (or v < DERIVED_REACH) */
-    if (exo_carat_alloc_table_find(&exo_carat.table, v))
-        return false;
-    const struct alloc *before = exo_carat_alloc_table_find(&exo_carat.table, v - 1);
-    return !before || before->base == p->base;
-}
-
-/* Is v, inside the block, the address of the next malloc chunk as the C library's malloc
- * holds it? A block's last 8 usable bytes are the next chunk's size-of-previous field, so
- * that chunk's address (the heap's top, or a free neighbour, as _int_malloc and _int_free
- * keep it in registers and on the stack) is base + size - 8, inside the block by its usable
- * size. Patched, it pointed the arena's top into the copy, and malloc carved new blocks out
- * of memory the copy and the other arena owned (SQLite's fuzzcheck at 10,000 moves a
- * second). In a thread stopped inside the C library the move is refused; elsewhere the
- * address is the program's pointer to the block's last word. */
-static bool next_chunk_in_libc(const struct patch *p, uintptr_t v)
-{
-    return p->in_libc && v - p->base >= p->size - 8 && v - p->base < p->size;
-}
-
-/* A call-clobbered register of a thread stopped in the C library that points into the
- * block's chunk (0: none). The library's memory functions (memcpy under fread, memset,
- * memcmp) keep their state there, and beside such a pointer perhaps the distance between
- * their two ends, which no move can patch: the copy went on from the wrong place (bzip2 -d
- * under 100 moves a second, "data integrity error"). The move is refused. Callee-saved
- * registers hold the caller's values, kept for it, and are patched as before. */
-#if defined(__x86_64__)
-static uintptr_t libc_register_in_block(const struct patch *p, const greg_t *g)
-{
-    static const int clobbered[] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_R8,
-                                     REG_R9, REG_R10, REG_R11 };
-    if (!p->in_libc)
-        return 0;
-    for (size_t i = 0; i < sizeof clobbered / sizeof clobbered[0]; i++)
-        if (in_own_chunk(p, (uintptr_t)g[clobbered[i]]))
-            return (uintptr_t)g[clobbered[i]];
-    return 0;
-}
-#endif
-
 /* w, which holds v, gets v's address in the copy. */
 CARAT_NO_ASAN static void shift_word(struct patch *p, uintptr_t *w, uintptr_t v)
 {
@@ -208,15 +61,15 @@ CARAT_NO_ASAN static void patch_word(struct patch *p, uintptr_t *w)
     uintptr_t v;
     memcpy(&v, w, sizeof v);
     if (p->check) {
-        bool refuse = v - p->base >= p->size ? derived_from_block(p, v)
-                                             : next_chunk_in_libc(p, v);
+        bool refuse = v - p->base >= p->size ? exo_carat_derived_from_block(p, v)
+                                             : exo_carat_next_chunk_in_libc(p, v);
         if (refuse && !p->derived++)
             p->derived_value = v;
         return;
     }
     /* The block and its own chunk (the check pass refused the move if a thread stopped in
      * libc held the chunk's edges). */
-    if (in_own_chunk(p, v) && !owned_by_block_before(p, v))
+    if (exo_carat_in_own_chunk(p, v) && !exo_carat_owned_by_block_before(p, v))
         shift_word(p, w, v);
 }
 
@@ -296,7 +149,7 @@ CARAT_NO_ASAN static void patch_escapes(struct patch *p, struct alloc *a)
     for (uint32_t i = 0; i < s->cap; i++) {
         struct escape_slot *e = &s->slots[i];
         uintptr_t value = escape_value(e);
-        if (!e->slot || !in_own_chunk(p, value))   /* header and one past the end too */
+        if (!e->slot || !exo_carat_in_own_chunk(p, value))   /* header and one past the end too */
             continue;
         if (!slot_usable(e->slot, escape_in_alloc(e)) || malloc_link(p, e->slot, value)) {
             follow_block(p, e);
@@ -321,7 +174,7 @@ CARAT_NO_ASAN static void patch_shadow_slot(uintptr_t slot, uintptr_t *shadow, v
 {
     struct patch *p = arg;
     uintptr_t v = *shadow, word;
-    if (v < p->base && owned_by_block_before(p, v))
+    if (v < p->base && exo_carat_owned_by_block_before(p, v))
         return;
     memcpy(&word, (const void *)slot, sizeof word);
     if (word == v && !malloc_link(p, slot, v))
@@ -480,7 +333,7 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
     /* The thread that asked for this move waits in the C library (pthread_cond_wait), not
      * in malloc: its words are the program's, as old chunk addresses in its stack are no
      * malloc state (they refused moves of move_qsort's buffer one run in two). */
-    p->in_libc = (uintptr_t)g[REG_RIP] - libc_lo < libc_hi - libc_lo && pk->tid != p->requester;
+    p->in_libc = exo_carat_in_libc_code((uintptr_t)g[REG_RIP]) && pk->tid != p->requester;
     uintptr_t rsp = (uintptr_t)g[REG_RSP] & ~(uintptr_t)7, lo, hi;
     if (pk->on_alternate_stack) {
         lo = (uintptr_t)uc->uc_stack.ss_sp;
@@ -497,7 +350,7 @@ CARAT_NO_ASAN static void patch_thread(struct patch *p, const struct carat_parke
      * patched like any other thread's. */
     bool caller_only = p->check && pk->tid == p->requester && p->requester_floor &&
                        !pk->on_alternate_stack && p->requester_floor - lo < hi - lo;
-    uintptr_t busy = p->check && !caller_only ? libc_register_in_block(p, g) : 0;
+    uintptr_t busy = p->check && !caller_only ? exo_carat_libc_register_in_block(p, g) : 0;
     if (busy && !p->libc_busy)
         p->libc_busy = busy;
     if (!caller_only) {
@@ -629,7 +482,7 @@ int exo_carat_move_now(uintptr_t addr, pid_t requester, uintptr_t requester_floo
         return exo_fail(EXO_ENOMEM, "no memory for the move's mapping list");
     if (!inner)
         return exo_fail(EXO_ENOMEM, "no memory for the move's list of logged stores");
-    find_libc();
+    exo_carat_find_libc();
     /* The program may use the whole block malloc gave it, not only the size it asked for,
      * and programs rely on it (SQLite sizes its string and value buffers by it, and keeps a
      * block whose rounded new size still fits instead of calling realloc). The table holds

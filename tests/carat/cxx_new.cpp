@@ -128,7 +128,7 @@ void constructor_throws()
 
 /* What the moves made, freed only when they are all done: a move is refused while a
  * stopped thread (here the caller's own stack) holds an address near the block that no
- * tracked block owns, such as a freed block's left in a dead slot (src/carat/move.c,
+ * tracked block owns, such as a freed block's left in a dead slot (src/carat/move_patch.h,
  * DERIVED_REACH). */
 struct Moved {
     Node *list;

@@ -22,7 +22,7 @@ static long **holder;
 
 /* Each phase in a function of its own: a register of the caller's that still held a freed
  * block's address, or a dead slot of its frame, would refuse a later move of a block near
- * it (src/carat/move.c, DERIVED_REACH), and such a freed block is what this test makes. */
+ * it (src/carat/move_patch.h, DERIVED_REACH), and such a freed block is what this test makes. */
 static __attribute__((noinline)) void move_blocks(void)
 {
     for (int i = 0; i < BLOCKS; i++) {

@@ -19,7 +19,7 @@ static char *volatile spacer;   /* volatile: its malloc and free are not optimis
 int main(void)
 {
     /* target far from holder: a stale copy of holder's address, once realloc freed it,
-     * would be an address derived from target, and its move refused (move.c). */
+     * would be an address derived from target, and its move refused (move_derived.c). */
     long *target = malloc(64);
     spacer = malloc(4096);
     char *block = malloc(20);
