@@ -314,9 +314,10 @@ class Evaluation:
     def last_time(self, name):
         try:
             with open(self.last_time_path(name)) as f:
-                return max(float(f.read()), 1.0)
+                secs = float(f.read())
         except (OSError, ValueError):
             return None
+        return secs if secs >= 1.0 else None
 
     def share(self, name):
         """name's part of the time left: its last run's time over the sum of those of the
@@ -328,9 +329,14 @@ class Evaluation:
 
     def remember_time(self, name, secs):
         """The time name's suites and workloads took after its builds. A run its share cut
-        short says less than it needed: the larger of it and the last is kept then."""
+        short says less than it needed: the larger of it and the last is kept then, and
+        nothing when there is no last (a program cut before it ran, remembered as taking
+        nothing, had a share of almost nothing in every run after)."""
         if self.cut:
-            secs = max(secs, self.last_time(name) or 0)
+            last = self.last_time(name)
+            if last is None:
+                return
+            secs = max(secs, last)
         try:
             with open(self.last_time_path(name), "w") as f:
                 f.write("%.0f\n" % secs)

@@ -5,6 +5,7 @@ import math
 import os
 
 import report
+from carat import evaluate
 from carat.evaluate import read_recipe_vars  # bench/ is on sys.path (run.py)
 from report import by_name, esc, fmt_bytes, fmt_num, table
 
@@ -542,3 +543,44 @@ def selftest(check):
     check(bucket_label(5) == "16-31" and bucket_label(1) == "1", "carat_programs: buckets")
     html = render(ents, [], "/nonexistent", False)
     check("Table 1" in html and "FAIL" in html, "carat_programs: render")
+    selftest_driver(check)
+
+
+def selftest_driver(check):
+    """The evaluation driver's memory of each program's time, and its build key."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        ev = evaluate.Evaluation.__new__(evaluate.Evaluation)
+        ev.cache = tmp
+        ev.cut = False
+        for name in ("a", "b", "c"):
+            os.makedirs(os.path.join(tmp, "build", name))
+        ev.to_run = ["a", "b", "c"]
+        check(abs(ev.share("a") - 1 / 3) < 1e-9, "carat driver: equal shares on a first run")
+        ev.remember_time("a", 100)
+        ev.remember_time("b", 300)
+        check(abs(ev.share("a") - 100 / 600) < 1e-9 and abs(ev.share("c") - 200 / 600) < 1e-9,
+              "carat driver: shares follow the last run, an unknown counts as the mean")
+        ev.cut = True
+        ev.remember_time("c", 0.2)
+        check(ev.last_time("c") is None, "carat driver: a program cut before it ran is not "
+              "remembered as taking nothing")
+        ev.remember_time("a", 40)
+        check(ev.last_time("a") == 100, "carat driver: a cut run keeps the larger last time")
+        ev.cut = False
+        ev.remember_time("a", 40)
+        check(ev.last_time("a") == 40, "carat driver: a whole run is remembered as it was")
+        recipe = os.path.join(tmp, "r.sh")
+        text = ("DEB_SOURCE=pkg\nN=3\nbuild_program() {\n  make N=$N\n}\n"
+                "run_suite() {\n  make check\n}\nrun_workload() {\n  ./prog 10\n}\n")
+        keys = []
+        for t in (text, "# a comment\n" + text, text.replace("make check", "make test"),
+                  text.replace("./prog 10", "./prog 20"), text.replace("N=3", "N=4"),
+                  text.replace("make N=$N", "make -j2 N=$N")):
+            with open(recipe, "w") as f:
+                f.write(t)
+            keys.append(evaluate.recipe_build_key(recipe))
+        check(keys[0] == keys[1] == keys[2] == keys[3], "carat driver: comments, suites and "
+              "workloads are not in the build key")
+        check(len({keys[0], keys[4], keys[5]}) == 3, "carat driver: the build and the variables "
+              "it names are in the build key")
