@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """CARAT's evaluation on real programs (issue 12; docs/carat.md): each program of
 bench/carat/programs/ is fetched from Debian's sources, built in seven modes, its own test
-suite is run in the modes that matter for it (and under moves), and its workload is timed, all modes side by
-side in one run. Prints one JSON record per measurement for bench/run.py (the report's
-"carat" section), progress on stderr.
+suite is run with tracking, with guards and under moves (SUITE_MODES), and its workload is
+timed, all modes side by side in one run. Prints one JSON record per measurement for
+bench/run.py (the report's "carat" section), progress on stderr.
 
 Builds are cached in <build>/bench-data/carat/<program>/<mode>, keyed by what the recipe
 builds with (its functions but run_suite and run_workload, and its variables) and clang,
