@@ -286,16 +286,17 @@ vas_case vas_recursion 4 3   # descend, nest: safe after; ping: checked from the
 # heap object and a global, which lie in the block's chunk header; arrays of pointers
 # copied with memcpy by one thread while another moves their sources, destinations and
 # targets (the copy hook is bracketed: without, the shadow's build failed every run); a
-# block moved while another thread's fread, memset and memcmp work on it (refused).
+# block moved while another thread's fread, memset and memcmp work on it (refused); 8 MiB
+# blocks carved from worker threads' arenas, moved while the workers wait.
 # The move tests that need glibc's allocator, not run in the sanitizer build (why: below).
 glibc_only="move_self move_threads move_inline move_next_chunk move_altstack realloc_window \
-            move_fragmented move_stack_edge move_copies move_libc_copy"
+            move_fragmented move_stack_edge move_copies move_libc_copy move_big"
 for t in move_basic move_derived move_partial move_threads move_int move_qsort move_log_order \
          move_realloc move_self move_usable move_narrow move_freed move_tagged stack_objects \
          table_stress purge_unmapped move_unmapped move_tail move_inline move_next_chunk \
          move_pinned move_result move_altstack move_prev_end pending_blocks realloc_window \
          fork_child move_fragmented move_stack_edge move_below_base move_copies \
-         move_libc_copy; do
+         move_libc_copy move_big; do
     # The sanitizer build links AddressSanitizer's allocator, and moves assume glibc's
     # (docs/carat.md): it gives a 2 MiB block no slack past its end, and move_self holds an
     # address just past it (refused); and it cannot place a copy at the same low address
@@ -310,7 +311,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
     # holding the block refuses the move (move_altstack's threads hold it there).
     # realloc_window needs glibc's allocator to hand one thread the block another's realloc
     # just freed (AddressSanitizer's keeps freed blocks in a quarantine); move_fragmented
-    # checks the copy's address modulo 256, which a move under ASan does not keep;
+    # and move_big check the copy's address modulo 256, which a move under ASan does not keep;
     # move_stack_edge needs glibc to map a big block on its own, next to the test's stacks;
     # move_copies moves blocks while another thread copies them, and under ASan that copy is
     # the sanitizer's memcpy, which works out both ends' shadow first (its check failed when
@@ -365,7 +366,7 @@ for t in move_basic move_derived move_partial move_threads move_int move_qsort m
          purge_unmapped move_unmapped move_tail move_inline move_next_chunk move_pinned \
          move_result move_altstack move_prev_end move_shadow table_stress pending_blocks \
          realloc_window fork_child move_fragmented move_stack_edge move_below_base \
-         move_copies move_libc_copy; do
+         move_copies move_libc_copy move_big; do
     # As above; and move_shadow, whose blocks AddressSanitizer's allocator puts next to
     # others of their size class: a stopped thread then holds an address in an untracked
     # neighbour near the block, and every move of it is refused (moves assume glibc's).
