@@ -42,6 +42,8 @@ MODES = {
 # guards-noopt and ASan only give times: their suites were a quarter of the suites' time.
 SUITE_MODES = ("base", "track", "shadow", "guards")
 FULL_RATES = [1, 100, 10000]
+# Workload rounds run before the suites under moves; the rest of --repeats after them.
+BASE_ROUNDS = 3
 QUICK_RATES = [100, 10000]
 VMSTAT_KEYS = ("pgfault", "pgmajfault", "pgalloc_normal", "pgalloc_dma32", "pgfree",
                "pgmigrate_success", "thp_fault_alloc", "numa_pages_migrated")
@@ -289,20 +291,27 @@ class Evaluation:
                 self.cut_short({"program": name, "mode": mode}, "the program's share of the time budget ran out")
                 continue
             self.suite(name, recipe, trees[mode], mode)
-        # Workloads before the suites under moves: the overheads need every mode, and the
-        # suites under moves are what a short budget can best cut.
-        self.time_workloads(name, recipe, trees)
-        # The tracking-and-guards build at every rate; the escape log's at the highest.
-        moved = [("carat", r) for r in self.rates] + [("track", max(self.rates))]
+        # What a short budget cuts last comes first: three rounds of the workloads (the
+        # overheads need every mode), the suites under moves the issue asks for (the
+        # tracking-and-guards build at every rate), the remaining rounds, and the escape
+        # log's build under moves at the highest rate.
+        first = min(self.args.repeats, BASE_ROUNDS)
+        self.time_workloads(name, recipe, trees, 0, first)
+        self.moved_suites(name, recipe, trees, [("carat", r) for r in self.rates])
+        self.time_workloads(name, recipe, trees, first, self.args.repeats)
+        self.moved_suites(name, recipe, trees, [("track", max(self.rates))])
+        self.remember_time(name, time.monotonic() - start)
+
+    def moved_suites(self, name, recipe, trees, moved):
+        """The suite of each (mode, rate) of moved, while the program's share lasts."""
         for mode, rate in moved:
             if mode not in trees:
                 continue
             if self.program_left() < 20:
                 self.cut_short({"program": name, "mode": mode, "moves_per_s": rate},
-                     "the program's share of the time budget ran out")
+                               "the program's share of the time budget ran out")
                 continue
             self.suite(name, recipe, trees[mode], mode, rate)
-        self.remember_time(name, time.monotonic() - start)
 
     def cut_short(self, params, reason):
         self.cut = True
@@ -343,13 +352,15 @@ class Evaluation:
         except OSError:
             pass
 
-    def time_workloads(self, name, recipe, trees):
+    def time_workloads(self, name, recipe, trees, first, last):
+        """Rounds first..last-1 (from 0) of the workloads; the runtime's reports of round 0
+        give the counts (escapes, moves, the table's memory)."""
         # Modes interleaved round by round, so that a slow spell of this shared machine
         # falls on all of them.
         runs = [(m, None) for m in trees] + [("carat", r) for r in self.rates if "carat" in trees]
         reports = {}
         out_of_time = False
-        for rep in range(self.args.repeats):
+        for rep in range(first, last):
             if out_of_time:
                 break
             log("%s: workloads, round %d of %d (%d runs)" % (name, rep + 1, self.args.repeats,
