@@ -89,11 +89,12 @@ def recipe_build_key(path):
     r = subprocess.run(["bash", "-c", script, "recipe", path], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("reading the recipe %s: %s" % (path, r.stderr.strip()[-400:]))
-    functions = [l for l in r.stdout.splitlines(True) if not l.startswith("declare -")]
-    text = "".join(functions)
-    for line in r.stdout.splitlines(True):
-        name = line.split("=", 1)[0].split()[-1] if line.startswith("declare -") else None
-        if name and (name == "DEB_SOURCE" or re.search(r"\$\{?%s\b" % name, text)):
+    lines = r.stdout.splitlines(True)
+    variables = [l for l in lines if l.startswith("declare -")]
+    text = "".join(l for l in lines if not l.startswith("declare -"))
+    for line in variables:
+        name = line.split("=", 1)[0].split()[-1]
+        if name == "DEB_SOURCE" or re.search(r"\$\{?%s\b" % name, text):
             text += line
     return text
 
@@ -190,15 +191,15 @@ class Evaluation:
             raise RuntimeError("fetching %s: %s" % (pkg, r.stderr.strip()[-400:]))
         return r.stdout.strip().splitlines()[-1]
 
-    def build_mode(self, name, recipe, pristine, mode):
-        """The program built in mode (cached); returns (tree, seconds or None, stats lines)."""
+    def build_mode(self, name, recipe, recipe_key, pristine, mode):
+        """The program built in mode (cached; recipe_key: recipe_build_key's text); returns
+        (tree, seconds or None, stats lines)."""
         where = os.path.join(self.cache, "build", name)
         tree = os.path.join(where, mode)
         stamp = tree + ".stamp"
         # The plain and ASan builds use clang alone: a new runtime or plugin keeps them.
         tools = self.tool_key if MODES[mode][0] == "exomem-cc" else ""
-        key = hashlib.sha256((recipe_build_key(recipe) + tools + mode + self.clang)
-                             .encode()).hexdigest()
+        key = hashlib.sha256((recipe_key + tools + mode + self.clang).encode()).hexdigest()
         stats = tree + ".guards.jsonl"
         try:
             with open(stamp) as f:
@@ -268,12 +269,13 @@ class Evaluation:
         info = read_recipe_vars(recipe)
         pkg = info.get("DEB_SOURCE", name)
         pristine = self.fetch(pkg)
+        recipe_key = recipe_build_key(recipe)
         trees = {}
         for mode in MODES:
             if self.left() < 60:
                 skip({"program": name, "mode": mode}, "the section's time budget ran out")
                 continue
-            tree, secs, stats = self.build_mode(name, recipe, pristine, mode)
+            tree, secs, stats = self.build_mode(name, recipe, recipe_key, pristine, mode)
             trees[mode] = tree
             if secs is not None:
                 emit("carat_build_time", "s", round(secs, 2), {"program": name, "mode": mode})

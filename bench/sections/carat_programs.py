@@ -5,8 +5,7 @@ import math
 import os
 
 import report
-from carat import evaluate
-from carat.evaluate import read_recipe_vars  # bench/ is on sys.path (run.py)
+from carat import evaluate  # bench/ is on sys.path (run.py)
 from report import by_name, esc, fmt_bytes, fmt_num, table
 
 KEY = "carat_programs"
@@ -77,7 +76,7 @@ def extra_programs():
     out = []
     for p in all_programs():
         try:
-            if read_recipe_vars(os.path.join(RECIPES, p + ".sh")).get("EXTRA") == "yes":
+            if evaluate.read_recipe_vars(os.path.join(RECIPES, p + ".sh")).get("EXTRA") == "yes":
                 out.append(p)
         except OSError:
             pass
